@@ -1,0 +1,133 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "runtime/Error.h"
+#include "runtime/Timeline.h"
+
+using namespace npusim::runtime;
+
+TEST(Timeline, TasksQueueOnTheirStreamAndOverlapTheHost) {
+  HostClock host;
+  DeviceTimeline timeline(0, host);
+  host.advance(10);  // dispatch
+  EXPECT_EQ(timeline.submit(0, 100), 110u);
+  host.advance(10);
+  EXPECT_EQ(timeline.submit(0, 100), 210u);  // waits for the stream, not the host
+  EXPECT_EQ(host.now(), 20u);                // the host ran ahead
+  EXPECT_FALSE(timeline.queryStream(0));
+  timeline.synchronizeStream(0);
+  EXPECT_EQ(host.now(), 210u);
+  EXPECT_TRUE(timeline.queryStream(0));
+  EXPECT_EQ(timeline.busyNs(), 200u);
+}
+
+TEST(Timeline, IdleStreamStartsWhenTheHostIssues) {
+  HostClock host;
+  DeviceTimeline timeline(0, host);
+  timeline.submit(0, 50);
+  host.advance(1000);
+  EXPECT_EQ(timeline.submit(0, 50), 1050u);
+}
+
+TEST(Timeline, StreamsOverlapEachOther) {
+  HostClock host;
+  DeviceTimeline timeline(0, host);
+  const StreamId side = timeline.streamFromPool(false);
+  timeline.submit(0, 100);
+  timeline.submit(side, 100);
+  EXPECT_EQ(timeline.deviceClock(), 100u);
+  timeline.synchronize();
+  EXPECT_EQ(host.now(), 100u);
+}
+
+TEST(Timeline, EventsOrderStreams) {
+  HostClock host;
+  DeviceTimeline timeline(0, host);
+  const StreamId side = timeline.streamFromPool(false);
+  timeline.submit(0, 300);
+  Event produced;
+  timeline.recordEvent(produced, 0, true);
+  EXPECT_EQ(produced.time, 300u);
+  timeline.streamWaitEvent(side, produced);
+  EXPECT_EQ(timeline.submit(side, 10), 310u);
+  EXPECT_FALSE(timeline.queryEvent(produced));
+  timeline.synchronizeEvent(produced);
+  EXPECT_EQ(host.now(), 300u);
+  EXPECT_TRUE(timeline.queryEvent(produced));
+}
+
+TEST(Timeline, ElapsedTimeIsSimulatedTime) {
+  HostClock host;
+  DeviceTimeline timeline(0, host);
+  Event start, end;
+  timeline.recordEvent(start, 0, true);
+  timeline.submit(0, 2'500'000);  // 2.5 ms kernel
+  timeline.recordEvent(end, 0, true);
+  EXPECT_DOUBLE_EQ(elapsedTimeMs(start, end), 2.5);
+}
+
+TEST(Timeline, ElapsedTimeNeedsRecordedTimingEvents) {
+  HostClock host;
+  DeviceTimeline timeline(0, host);
+  Event start, end, untimed;
+  timeline.recordEvent(start, 0, true);
+  EXPECT_THROW(elapsedTimeMs(start, end), RuntimeError);
+  timeline.recordEvent(untimed, 0, false);
+  EXPECT_THROW(elapsedTimeMs(start, untimed), RuntimeError);
+}
+
+TEST(Timeline, WaitingOnAnUnrecordedEventIsANoOp) {
+  HostClock host;
+  DeviceTimeline timeline(0, host);
+  Event never;
+  timeline.streamWaitEvent(0, never);
+  EXPECT_TRUE(timeline.queryEvent(never));
+  EXPECT_EQ(timeline.submit(0, 5), 5u);
+}
+
+TEST(Timeline, PoolStreamsRoundRobinWithPriorities) {
+  HostClock host;
+  DeviceTimeline timeline(0, host, 4);
+  std::vector<StreamId> normal;
+  for (int i = 0; i < 5; ++i) normal.push_back(timeline.streamFromPool(false));
+  EXPECT_EQ(normal[0], normal[4]);
+  EXPECT_NE(normal[0], normal[1]);
+  EXPECT_EQ(timeline.streamPriority(normal[0]), DeviceTimeline::kNormalPriority);
+  const StreamId high = timeline.streamFromPool(true);
+  EXPECT_EQ(timeline.streamPriority(high), DeviceTimeline::kHighPriority);
+  EXPECT_EQ(timeline.streamPriority(0), DeviceTimeline::kNormalPriority);
+}
+
+TEST(Timeline, BadStreamIsAnErrorNotACrash) {
+  HostClock host;
+  DeviceTimeline timeline(0, host, 2);
+  EXPECT_THROW(timeline.submit(99, 1), RuntimeError);
+  EXPECT_THROW(timeline.submit(-1, 1), RuntimeError);
+  EXPECT_THROW(timeline.streamPriority(5), RuntimeError);
+  EXPECT_THROW(DeviceTimeline(0, host, 0), RuntimeError);
+}
+
+TEST(TimelineConcurrency, ManyThreadsSubmitAndSynchronize) {
+  HostClock host;
+  DeviceTimeline timeline(0, host, 4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const StreamId stream = timeline.streamFromPool(t % 2 == 0);
+      for (int i = 0; i < 1000; ++i) {
+        host.advance(1);
+        timeline.submit(stream, 10);
+        if (i % 100 == 0) timeline.synchronizeStream(stream);
+        Event e;
+        timeline.recordEvent(e, stream, true);
+        timeline.queryEvent(e);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(timeline.busyNs(), 4u * 1000 * 10);
+  timeline.synchronize();
+  EXPECT_GE(host.now(), timeline.deviceClock());
+}
