@@ -1,0 +1,50 @@
+// Copies to, from and between npu devices. Device memory is host memory, so a
+// copy is PyTorch's CPU copy (dtype conversion, broadcasting and strides
+// included) between CPU aliases; what differs per direction is its place on
+// the simulated timeline.
+#include <ATen/core/Tensor.h>
+#include <torch/library.h>
+
+#include "backend/OperatorTiming.h"
+#include "backend/TensorAliasing.h"
+
+namespace npusim::backend {
+namespace {
+
+bool isNpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlocking) {
+  const bool fromNpu = isNpu(self);
+  const bool toNpu = isNpu(dst);
+  TORCH_CHECK(fromNpu || self.device().is_cpu(), "Copying from ", self.device(), " to ", dst.device(),
+              " is not supported by the npu backend");
+  TORCH_CHECK(toNpu || dst.device().is_cpu(), "Copying from ", self.device(), " to ", dst.device(),
+              " is not supported by the npu backend");
+  if (self.numel() == 0) return dst;
+  at::Tensor source = fromNpu ? makeCpuAlias(self) : self;
+  at::Tensor target = toNpu ? makeCpuAlias(dst) : dst;
+  if (fromNpu && !toNpu) {
+    // Device to host: the host waits for the work that produces the data,
+    // unless the copy is asynchronous.
+    chargeKernel(self.device().index());
+    if (!nonBlocking) waitForCurrentStream(self.device().index());
+  } else {
+    chargeKernel((toNpu ? dst : self).device().index());
+  }
+  target.copy_(source, nonBlocking);
+  return dst;
+}
+
+at::Tensor copyFromAndResize(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
+  return copyFrom(self, dst, false);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", TORCH_FN(copyFrom));
+  m.impl("_copy_from_and_resize", TORCH_FN(copyFromAndResize));
+}
+
+}  // namespace npusim::backend

@@ -1,0 +1,124 @@
+// The operators the npu backend implements itself rather than through the
+// operator executor: factories, views and metadata changes, scalar reads.
+// These create or reinterpret device memory, which a CPU kernel cannot do.
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "backend/NpuAllocator.h"
+#include "backend/OperatorTiming.h"
+#include "backend/StorageResize.h"
+#include "backend/TensorAliasing.h"
+#include "runtime/Runtime.h"
+
+namespace npusim::backend {
+namespace {
+
+c10::Device targetDevice(std::optional<c10::Device> device) {
+  if (device && device->has_index()) return *device;
+  return c10::Device(c10::DeviceType::PrivateUse1,
+                     static_cast<c10::DeviceIndex>(runtime::Runtime::instance().currentDevice()));
+}
+
+void checkDenseLayout(std::optional<c10::Layout> layout) {
+  TORCH_CHECK(!layout || *layout == c10::Layout::Strided, "npu tensors support only the strided layout, got ",
+              *layout);
+}
+
+at::Tensor emptyMemoryFormat(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                             std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                             std::optional<bool> pinMemory, std::optional<c10::MemoryFormat> memoryFormat) {
+  checkDenseLayout(layout);
+  TORCH_CHECK(!pinMemory.value_or(false), "Only dense CPU tensors can be pinned");
+  const c10::DeviceGuard guard(targetDevice(device));
+  return at::detail::empty_generic(size, npuDeviceAllocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                   c10::dtype_or_default(dtype), memoryFormat);
+}
+
+at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                        std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                        std::optional<bool> pinMemory) {
+  checkDenseLayout(layout);
+  TORCH_CHECK(!pinMemory.value_or(false), "Only dense CPU tensors can be pinned");
+  const c10::DeviceGuard guard(targetDevice(device));
+  return at::detail::empty_strided_generic(size, stride, npuDeviceAllocator(),
+                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                           c10::dtype_or_default(dtype));
+}
+
+const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
+                         std::optional<c10::MemoryFormat> memoryFormat) {
+  c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  if (self.sizes() == size && !memoryFormat) return self;
+  const c10::DeviceGuard guard(self.device());
+  impl->set_sizes_contiguous(size);
+  if (memoryFormat) impl->empty_tensor_restride(*memoryFormat);
+  const size_t needed = at::detail::computeStorageNbytes(impl->sizes(), impl->strides(), self.dtype().itemsize(),
+                                                         self.storage_offset());
+  if (needed > self.storage().nbytes()) resizeNpuStorage(self.storage(), needed);
+  return self;
+}
+
+at::Tensor& setStorageWithGeometry(at::Tensor& self, c10::Storage source, int64_t storageOffset,
+                                   c10::IntArrayRef size, c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
+              "Expected an npu storage for set_, but got a storage on ", source.device());
+  c10::TensorImpl* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_keep_dtype(std::move(source));
+  impl->set_sizes_and_strides(size, stride, storageOffset);
+  const size_t needed = at::detail::computeStorageNbytes(size, stride, self.dtype().itemsize(), storageOffset);
+  if (needed > self.storage().nbytes()) resizeNpuStorage(self.storage(), needed);
+  return self;
+}
+
+at::Tensor& setSourceStorageOffset(at::Tensor& self, c10::Storage source, c10::SymInt storageOffset,
+                                   c10::SymIntArrayRef size, c10::SymIntArrayRef stride) {
+  return setStorageWithGeometry(self, std::move(source), storageOffset.expect_int(), C10_AS_INTARRAYREF_SLOW(size),
+                                C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+at::Tensor& setSourceStorage(at::Tensor& self, c10::Storage source) {
+  const int64_t elements = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return setStorageWithGeometry(self, std::move(source), 0, {elements}, {1});
+}
+
+at::Tensor& setSourceTensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) return self;
+  return setStorageWithGeometry(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& setEmpty(at::Tensor& self) {
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0,
+                     allocateDeviceMemory(self.device().index(), 0, c10::DeviceType::PrivateUse1),
+                     npuDeviceAllocator(), /*resizable=*/true);
+  return setStorageWithGeometry(self, std::move(empty), 0, {0}, {});
+}
+
+c10::Scalar localScalarDense(const at::Tensor& self) {
+  // Reading a value on the host waits for the device: a synchronization point.
+  waitForCurrentStream(self.device().index());
+  return makeCpuAlias(self).item();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(emptyMemoryFormat));
+  m.impl("empty_strided", TORCH_FN(emptyStrided));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("resize_", TORCH_FN(resize));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(setSourceStorageOffset));
+  m.impl("set_.source_Storage", TORCH_FN(setSourceStorage));
+  m.impl("set_.source_Tensor", TORCH_FN(setSourceTensor));
+  m.impl("set_", TORCH_FN(setEmpty));
+  m.impl("_local_scalar_dense", TORCH_FN(localScalarDense));
+}
+
+}  // namespace npusim::backend

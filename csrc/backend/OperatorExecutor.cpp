@@ -1,0 +1,279 @@
+// The operator executor: every aten operator the npu backend does not
+// implement natively runs here, as PyTorch's CPU kernel working directly on
+// device memory.
+//
+// For one call: each npu tensor argument is replaced by a CPU alias over the
+// same bytes, npu device arguments by cpu, and the generator by the npu
+// generator's CPU state; the CPU kernel runs with its allocations routed to
+// the device's caching allocator; then written arguments take over any memory
+// or geometry the kernel gave their aliases, and results become npu tensors:
+// the original tensor for an in-place or out= result, a view of the npu
+// storage for a view, and the adopted device memory for a new tensor. No data
+// is copied, so results are those of the CPU kernel bit for bit.
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/SmallVector.h>
+#include <torch/library.h>
+
+#include "backend/NpuAllocator.h"
+#include "backend/NpuGenerator.h"
+#include "backend/OperatorRecords.h"
+#include "backend/OperatorTiming.h"
+#include "backend/TensorAliasing.h"
+#include "runtime/Runtime.h"
+
+namespace npusim::backend {
+namespace {
+
+struct StorageAlias {
+  c10::Storage npu;
+  c10::Storage cpu;
+};
+
+struct TensorAlias {
+  at::Tensor npu;
+  at::Tensor cpu;
+  bool written;
+};
+
+struct AdoptedStorage {
+  c10::StorageImpl* cpu;
+  c10::Storage npu;
+};
+
+bool isNpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+class OperatorCall {
+ public:
+  explicit OperatorCall(const OperatorRecord& record) : record_(record) {}
+
+  int device() const { return device_; }
+
+  at::Tensor aliasArgument(const at::Tensor& npu, bool written) {
+    noteDevice(npu.device());
+    c10::StorageImpl* storage = npu.storage().unsafeGetStorageImpl();
+    const c10::Storage* shared = nullptr;
+    for (const auto& entry : storages_) {
+      if (entry.npu.unsafeGetStorageImpl() == storage) shared = &entry.cpu;
+    }
+    if (shared == nullptr) {
+      storages_.push_back(StorageAlias{npu.storage(), makeCpuStorageAlias(npu.storage())});
+      shared = &storages_.back().cpu;
+    }
+    at::Tensor cpu = makeCpuAlias(npu, shared);
+    tensors_.push_back(TensorAlias{npu, cpu, written});
+    return cpu;
+  }
+
+  void noteCpuArgument(const at::Tensor& cpu) {
+    // A zero-dimensional CPU tensor is a scalar and may join any device, as on CUDA.
+    if (cpu.dim() > 0 && !record_.acceptsCpuTensors && foreignDevice_.type() != c10::DeviceType::CPU) {
+      foreignDevice_ = cpu.device();
+    }
+  }
+
+  void noteDevice(const c10::Device& device) {
+    const int index = device.has_index() ? device.index() : runtime::Runtime::instance().currentDevice();
+    if (device_ < 0) {
+      device_ = index;
+    } else if (index != device_) {
+      foreignDevice_ = c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(index));
+    }
+  }
+
+  void checkDevices() const {
+    if (device_ >= 0 && foreignDevice_.type() != c10::DeviceType::Meta) {
+      TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, npu:",
+                  device_, " and ", foreignDevice_, "!");
+    }
+  }
+
+  void mapArguments(torch::jit::Stack& stack, size_t first, size_t count) {
+    size_t nextWritten = 0;
+    const auto& written = record_.writtenArguments;
+    for (size_t i = 0; i < count; ++i) {
+      const bool isWritten = nextWritten < written.size() && written[nextWritten] == i;
+      if (isWritten) ++nextWritten;
+      c10::IValue& value = stack[first + i];
+      if (value.isTensor()) {
+        const at::Tensor& t = value.toTensor();
+        if (!t.defined()) continue;
+        if (isNpu(t)) {
+          value = aliasArgument(t, isWritten);
+        } else {
+          noteCpuArgument(t);
+        }
+      } else if (value.isTensorList()) {
+        c10::List<at::Tensor> mapped;
+        bool any = false;
+        for (at::Tensor t : value.toTensorList()) {
+          if (t.defined() && isNpu(t)) {
+            mapped.push_back(aliasArgument(t, isWritten));
+            any = true;
+          } else {
+            if (t.defined()) noteCpuArgument(t);
+            mapped.push_back(t);
+          }
+        }
+        if (any) value = std::move(mapped);
+      } else if (value.isOptionalTensorList()) {
+        c10::List<std::optional<at::Tensor>> mapped;
+        bool any = false;
+        for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
+          if (t.has_value() && t->defined() && isNpu(*t)) {
+            mapped.push_back(aliasArgument(*t, isWritten));
+            any = true;
+          } else {
+            if (t.has_value() && t->defined()) noteCpuArgument(*t);
+            mapped.push_back(t);
+          }
+        }
+        if (any) value = std::move(mapped);
+      } else if (value.isDevice()) {
+        const c10::Device device = value.toDevice();
+        if (device.type() == c10::DeviceType::PrivateUse1) {
+          noteDevice(device);
+          value = c10::IValue(c10::Device(c10::DeviceType::CPU));
+        }
+      }
+    }
+  }
+
+  void mapGenerators(torch::jit::Stack& stack, size_t first) const {
+    for (const size_t index : record_.generatorArguments) {
+      c10::IValue& value = stack[first + index];
+      std::optional<at::Generator> generator;
+      if (!value.isNone()) generator = value.toGenerator();
+      value = c10::IValue(cpuGeneratorFor(generator, static_cast<c10::DeviceIndex>(device_)));
+    }
+  }
+
+  // Written arguments take over what the kernel did to their aliases.
+  void propagateWrites() {
+    for (const auto& entry : tensors_) {
+      if (!entry.written) continue;
+      c10::StorageImpl* aliasStorage = entry.cpu.storage().unsafeGetStorageImpl();
+      c10::StorageImpl* npuStorage = entry.npu.storage().unsafeGetStorageImpl();
+      if (aliasStorage->data() != npuStorage->data() || aliasStorage->nbytes() != npuStorage->nbytes()) {
+        takeOverStorage(entry, aliasStorage, npuStorage);
+      }
+      const at::Tensor& cpu = entry.cpu;
+      const at::Tensor& npu = entry.npu;
+      if (cpu.sizes() != npu.sizes() || cpu.strides() != npu.strides() ||
+          cpu.storage_offset() != npu.storage_offset()) {
+        npu.unsafeGetTensorImpl()->set_sizes_and_strides(cpu.sizes(), cpu.strides(), cpu.storage_offset());
+      }
+    }
+  }
+
+  c10::IValue toNpu(c10::IValue value) {
+    if (value.isTensor()) return c10::IValue(toNpu(value.toTensor()));
+    if (value.isTensorList()) {
+      c10::List<at::Tensor> mapped;
+      for (at::Tensor t : value.toTensorList()) mapped.push_back(toNpu(t));
+      return c10::IValue(std::move(mapped));
+    }
+    if (value.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> mapped;
+      for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
+        mapped.push_back(t.has_value() ? std::optional<at::Tensor>(toNpu(*t)) : std::nullopt);
+      }
+      return c10::IValue(std::move(mapped));
+    }
+    return value;
+  }
+
+ private:
+  void takeOverStorage(const TensorAlias& entry, c10::StorageImpl* aliasStorage, c10::StorageImpl* npuStorage) {
+    for (const auto& storage : storages_) {
+      if (storage.cpu.unsafeGetStorageImpl() == aliasStorage && storage.npu.unsafeGetStorageImpl() != npuStorage) {
+        // The kernel pointed the alias at another argument's storage (set_).
+        entry.npu.unsafeGetTensorImpl()->set_storage_keep_dtype(storage.npu);
+        return;
+      }
+    }
+    if (owningDevice(aliasStorage->data_ptr()) == device_ && isAliasStorage(aliasStorage)) {
+      // The kernel grew the storage: the new block is device memory already.
+      c10::DataPtr grown = std::move(aliasStorage->mutable_data_ptr());
+      grown.unsafe_set_device(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device_)));
+      npuStorage->set_data_ptr_noswap(std::move(grown));
+      npuStorage->set_nbytes(aliasStorage->nbytes());
+      // Keep the alias consistent for any later argument sharing it.
+      aliasStorage->set_data_ptr_noswap(
+          c10::DataPtr(const_cast<void*>(npuStorage->data()), c10::Device(c10::DeviceType::CPU)));
+      return;
+    }
+    entry.npu.unsafeGetTensorImpl()->set_storage_keep_dtype(adopt(entry.cpu));
+  }
+
+  bool isAliasStorage(const c10::StorageImpl* storage) const {
+    for (const auto& entry : storages_) {
+      if (entry.cpu.unsafeGetStorageImpl() == storage) return true;
+    }
+    return false;
+  }
+
+  c10::Storage adopt(const at::Tensor& cpu) {
+    c10::StorageImpl* storage = cpu.storage().unsafeGetStorageImpl();
+    for (const auto& entry : adopted_) {
+      if (entry.cpu == storage) return entry.npu;
+    }
+    adopted_.push_back(AdoptedStorage{storage, adoptAsNpuStorage(cpu.storage(), device_)});
+    return adopted_.back().npu;
+  }
+
+  at::Tensor toNpu(const at::Tensor& cpu) {
+    if (!cpu.defined() || isNpu(cpu)) return cpu;
+    for (const auto& entry : tensors_) {
+      if (entry.cpu.unsafeGetTensorImpl() == cpu.unsafeGetTensorImpl()) return entry.npu;  // in-place / out=
+    }
+    c10::StorageImpl* storage = cpu.storage().unsafeGetStorageImpl();
+    for (const auto& entry : storages_) {
+      if (entry.cpu.unsafeGetStorageImpl() == storage) return npuViewOf(entry.npu, cpu);  // a view of an input
+    }
+    return npuViewOf(adopt(cpu), cpu);  // a new tensor
+  }
+
+  const OperatorRecord& record_;
+  int device_ = -1;
+  c10::Device foreignDevice_{c10::DeviceType::Meta};
+  c10::SmallVector<StorageAlias, 4> storages_;
+  c10::SmallVector<TensorAlias, 4> tensors_;
+  c10::SmallVector<AdoptedStorage, 2> adopted_;
+};
+
+void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  OperatorRecord& record = operatorRecord(op);
+  record.calls.fetch_add(1, std::memory_order_relaxed);
+  const auto& schema = op.schema();
+  const size_t argumentCount = schema.arguments().size();
+  const size_t first = stack->size() - argumentCount;
+
+  OperatorCall call(record);
+  call.mapArguments(*stack, first, argumentCount);
+  if (call.device() < 0) call.noteDevice(c10::Device(c10::DeviceType::PrivateUse1));
+  call.checkDevices();
+  call.mapGenerators(*stack, first);
+
+  const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(call.device())));
+  {
+    const ScopedOutputDevice outputs(call.device());
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+  }
+  chargeKernel(call.device());
+  call.propagateWrites();
+
+  const size_t returnCount = schema.returns().size();
+  for (size_t i = stack->size() - returnCount; i < stack->size(); ++i) {
+    (*stack)[i] = call.toNpu(std::move((*stack)[i]));
+  }
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&executeOnNpu>());
+}
+
+}  // namespace npusim::backend

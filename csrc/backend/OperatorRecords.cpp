@@ -1,0 +1,68 @@
+#include "backend/OperatorRecords.h"
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace npusim::backend {
+namespace {
+
+std::shared_mutex recordsMutex;
+// Keyed by the schema's address, which is stable for the operator's lifetime.
+std::unordered_map<const void*, std::unique_ptr<OperatorRecord>>& records() {
+  static auto* table = new std::unordered_map<const void*, std::unique_ptr<OperatorRecord>>();
+  return *table;
+}
+
+std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
+  auto record = std::make_unique<OperatorRecord>();
+  const auto& schema = op.schema();
+  const auto& name = schema.operator_name();
+  record->name = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  const std::string& base = name.name;
+  record->acceptsCpuTensors = base == "aten::index" || base == "aten::index_put" || base == "aten::index_put_" ||
+                              base == "aten::_index_put_impl_" || base == "aten::_unsafe_index" ||
+                              base == "aten::_unsafe_index_put";
+  const auto& arguments = schema.arguments();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const auto* alias = arguments[i].alias_info();
+    if (alias != nullptr && alias->isWrite()) record->writtenArguments.push_back(i);
+    const auto& type = arguments[i].type();
+    const auto generator = c10::GeneratorType::get();
+    if (*type == *generator || *type == *c10::OptionalType::create(generator)) record->generatorArguments.push_back(i);
+  }
+  return record;
+}
+
+}  // namespace
+
+OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
+  const void* key = &op.schema();
+  {
+    std::shared_lock<std::shared_mutex> lock(recordsMutex);
+    auto found = records().find(key);
+    if (found != records().end()) return *found->second;
+  }
+  std::unique_lock<std::shared_mutex> lock(recordsMutex);
+  auto& slot = records()[key];
+  if (!slot) slot = describe(op);
+  return *slot;
+}
+
+std::vector<std::pair<std::string, uint64_t>> operatorCounts() {
+  std::shared_lock<std::shared_mutex> lock(recordsMutex);
+  std::vector<std::pair<std::string, uint64_t>> counts;
+  for (const auto& [key, record] : records()) {
+    const uint64_t calls = record->calls.load(std::memory_order_relaxed);
+    if (calls > 0) counts.emplace_back(record->name, calls);
+  }
+  return counts;
+}
+
+void resetOperatorCounts() {
+  std::shared_lock<std::shared_mutex> lock(recordsMutex);
+  for (auto& [key, record] : records()) record->calls.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace npusim::backend

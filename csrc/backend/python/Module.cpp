@@ -1,0 +1,284 @@
+// npusim._C: the functions the Python package (torch.npu) needs from the
+// backend and the runtime. Thin: every function validates through the
+// runtime and raises torch_npu's errors.
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/device_lazy_init.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "backend/NpuErrors.h"
+#include "backend/NpuGenerator.h"
+#include "backend/NpuStreams.h"
+#include "backend/OperatorRecords.h"
+#include "runtime/HostAllocator.h"
+#include "runtime/Runtime.h"
+
+namespace py = pybind11;
+
+namespace npusim::backend {
+namespace {
+
+using runtime::Runtime;
+
+Runtime& rt() {
+  Runtime* runtime = nullptr;
+  NPUSIM_TRANSLATE_ERRORS(runtime = &Runtime::instance());
+  return *runtime;
+}
+
+void checkDevice(int device) { NPUSIM_TRANSLATE_ERRORS(rt().registry().checkDevice(device, "aclrtSetDevice")); }
+
+py::dict statDict(const runtime::Stat& stat) {
+  py::dict d;
+  d["current"] = stat.current;
+  d["peak"] = stat.peak;
+  d["allocated"] = stat.allocated;
+  d["freed"] = stat.freed;
+  return d;
+}
+
+py::list statList(const std::array<runtime::Stat, 3>& stats) {
+  py::list l;
+  for (const auto& s : stats) l.append(statDict(s));
+  return l;
+}
+
+py::dict memoryStats(int device) {
+  runtime::MemoryStats s;
+  NPUSIM_TRANSLATE_ERRORS(s = rt().allocator(device).stats());
+  py::dict d;
+  d["allocation"] = statList(s.allocation);
+  d["segment"] = statList(s.segment);
+  d["active"] = statList(s.active);
+  d["inactive_split"] = statList(s.inactive_split);
+  d["allocated_bytes"] = statList(s.allocated_bytes);
+  d["reserved_bytes"] = statList(s.reserved_bytes);
+  d["active_bytes"] = statList(s.active_bytes);
+  d["inactive_split_bytes"] = statList(s.inactive_split_bytes);
+  d["requested_bytes"] = statList(s.requested_bytes);
+  d["oversize_allocations"] = statDict(s.oversize_allocations);
+  d["oversize_segments"] = statDict(s.oversize_segments);
+  d["num_alloc_retries"] = s.num_alloc_retries;
+  d["num_ooms"] = s.num_ooms;
+  d["num_sync_all_streams"] = s.num_sync_all_streams;
+  d["num_device_alloc"] = s.num_device_alloc;
+  d["num_device_free"] = s.num_device_free;
+  d["max_split_size"] = s.max_split_size;
+  return d;
+}
+
+py::list memorySnapshot() {
+  py::list segments;
+  auto& runtime = rt();
+  for (int device = 0; device < runtime.deviceCount(); ++device) {
+    if (!runtime.isDeviceInitialized(device)) continue;
+    std::vector<runtime::SegmentInfo> snapshot;
+    NPUSIM_TRANSLATE_ERRORS(snapshot = runtime.allocator(device).snapshot());
+    for (const auto& segment : snapshot) {
+      py::dict s;
+      s["device"] = segment.device;
+      s["address"] = segment.address;
+      s["total_size"] = segment.total_size;
+      s["allocated_size"] = segment.allocated_size;
+      s["active_size"] = segment.active_size;
+      s["requested_size"] = segment.requested_size;
+      s["stream"] = segment.stream;
+      s["segment_type"] = segment.is_large ? "large" : "small";
+      s["is_expandable"] = segment.is_expandable;
+      py::list blocks;
+      for (const auto& block : segment.blocks) {
+        py::dict b;
+        b["size"] = block.size;
+        b["requested_size"] = block.requested_size;
+        b["state"] = block.allocated ? "active_allocated" : (block.active ? "active_pending_free" : "inactive");
+        blocks.append(b);
+      }
+      s["blocks"] = blocks;
+      segments.append(s);
+    }
+  }
+  return segments;
+}
+
+py::dict chipInfo() {
+  const auto& chip = rt().chip();
+  py::dict d;
+  d["soc_name"] = chip.socName;
+  d["npu_smi_name"] = chip.npuSmiName;
+  d["soc_version_id"] = chip.socVersionId;
+  d["chip_family"] = chip.chipFamily;
+  d["cube_cores"] = chip.cubeCores;
+  d["vector_cores"] = chip.vectorCores;
+  d["ai_cpu_cores"] = chip.aiCpuCores;
+  d["cube_frequency_mhz"] = chip.cubeFrequencyMhz;
+  d["peak_fp16_flops"] = chip.peakFp16Flops();
+  d["hbm_bytes"] = chip.hbmBytes;
+  d["total_memory_bytes"] = rt().deviceCapacity();
+  d["hbm_bandwidth_gbps"] = chip.hbmBandwidthGbps;
+  d["l2_cache_bytes"] = chip.l2CacheBytes;
+  d["pcie_bandwidth_gbps"] = chip.pcieBandwidthGbps;
+  d["device_capability"] = chip.deviceCapability;
+  d["physical_device_count"] = rt().registry().physicalDeviceCount();
+  return d;
+}
+
+}  // namespace
+}  // namespace npusim::backend
+
+PYBIND11_MODULE(_C, m) {
+  using namespace npusim::backend;
+  using npusim::runtime::Runtime;
+  m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";
+
+  m.def("_device_count", []() -> int {
+    try {
+      return Runtime::instance().deviceCount();
+    } catch (...) {
+      return 0;
+    }
+  });
+  m.def("_init", torch::wrap_pybind_function([]() {
+          auto& runtime = rt();
+          torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+          NPUSIM_TRANSLATE_ERRORS(runtime.setDevice(runtime.currentDevice()));
+        }));
+  m.def("_is_in_bad_fork", []() { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
+  m.def("_set_interactive", [](bool interactive) { setInteractiveSession(interactive); });
+  m.def("_get_device", torch::wrap_pybind_function([]() { return rt().currentDevice(); }));
+  m.def("_set_device", torch::wrap_pybind_function([](int device) {
+          NPUSIM_TRANSLATE_ERRORS(rt().setDevice(device));
+        }));
+  m.def("_exchange_device", torch::wrap_pybind_function([](int device) {
+          auto& runtime = rt();
+          const int previous = runtime.currentDevice();
+          if (device >= 0 && device != previous) NPUSIM_TRANSLATE_ERRORS(runtime.setDevice(device));
+          return previous;
+        }));
+  m.def("_synchronize", torch::wrap_pybind_function([](int device) {
+          py::gil_scoped_release release;
+          NPUSIM_TRANSLATE_ERRORS(rt().synchronizeDevice(device));
+        }));
+  m.def("_get_device_properties", torch::wrap_pybind_function([](int device) {
+          npusim::runtime::DeviceProperties p;
+          NPUSIM_TRANSLATE_ERRORS(p = rt().properties(device));
+          py::dict d;
+          d["name"] = p.name;
+          d["total_memory"] = p.totalMemory;
+          d["cube_core_num"] = p.cubeCoreNum;
+          d["vector_core_num"] = p.vectorCoreNum;
+          d["L2_cache_size"] = p.l2CacheSize;
+          d["uuid"] = p.uuid;
+          d["physical_id"] = p.physicalId;
+          return d;
+        }));
+  m.def("_chip_info", torch::wrap_pybind_function([]() { return chipInfo(); }));
+
+  m.def("_current_stream", torch::wrap_pybind_function([](int device) {
+          checkDevice(device);
+          return currentStream(device);
+        }));
+  m.def("_default_stream", torch::wrap_pybind_function([](int device) {
+          checkDevice(device);
+          return static_cast<int64_t>(0);
+        }));
+  m.def("_set_stream", torch::wrap_pybind_function([](int device, int64_t stream) {
+          NPUSIM_TRANSLATE_ERRORS(rt().timeline(device).streamPriority(stream));
+          setCurrentStream(device, stream);
+        }));
+  m.def("_stream_from_pool", torch::wrap_pybind_function([](int device, bool high) {
+          int64_t id = 0;
+          NPUSIM_TRANSLATE_ERRORS(id = rt().timeline(device).streamFromPool(high));
+          return id;
+        }));
+  m.def("_stream_priority", torch::wrap_pybind_function([](int device, int64_t stream) {
+          int priority = 0;
+          NPUSIM_TRANSLATE_ERRORS(priority = rt().timeline(device).streamPriority(stream));
+          return priority;
+        }));
+  m.def("_timeline_info", torch::wrap_pybind_function([](int device) {
+          auto& timeline = rt().timeline(device);
+          py::dict d;
+          d["host_ns"] = timeline.hostClock().now();
+          d["device_ns"] = timeline.deviceClock();
+          d["busy_ns"] = timeline.busyNs();
+          return d;
+        }));
+
+  m.def("_memory_stats", torch::wrap_pybind_function([](int device) { return memoryStats(device); }));
+  m.def("_reset_peak_memory_stats", torch::wrap_pybind_function([](int device) {
+          NPUSIM_TRANSLATE_ERRORS(rt().allocator(device).resetPeakStats());
+        }));
+  m.def("_reset_accumulated_memory_stats", torch::wrap_pybind_function([](int device) {
+          NPUSIM_TRANSLATE_ERRORS(rt().allocator(device).resetAccumulatedStats());
+        }));
+  m.def("_empty_cache", torch::wrap_pybind_function([]() {
+          auto& runtime = rt();
+          for (int d = 0; d < runtime.deviceCount(); ++d) {
+            if (runtime.isDeviceInitialized(d)) NPUSIM_TRANSLATE_ERRORS(runtime.allocator(d).emptyCache());
+          }
+          runtime.publishStatus(true);
+        }));
+  m.def("_memory_snapshot", torch::wrap_pybind_function([]() { return memorySnapshot(); }));
+  m.def("_set_memory_fraction", torch::wrap_pybind_function([](double fraction, int device) {
+          NPUSIM_TRANSLATE_ERRORS(rt().allocator(device).setMemoryFraction(fraction));
+        }));
+  m.def("_get_memory_fraction", torch::wrap_pybind_function([](int device) {
+          double fraction = 1.0;
+          NPUSIM_TRANSLATE_ERRORS(fraction = rt().allocator(device).memoryFraction());
+          return fraction;
+        }));
+  m.def("_mem_get_info", torch::wrap_pybind_function([](int device) {
+          auto& runtime = rt();
+          size_t reserved = 0;
+          NPUSIM_TRANSLATE_ERRORS(reserved = runtime.allocator(device).reservedBytes());
+          const uint64_t total = runtime.deviceCapacity();
+          return py::make_tuple(total > reserved ? total - reserved : 0, total);
+        }));
+  m.def("_caching_allocator_alloc", torch::wrap_pybind_function([](size_t size, int device, int64_t stream) {
+          void* ptr = nullptr;
+          NPUSIM_TRANSLATE_ERRORS(ptr = rt().allocator(device).allocate(size, stream));
+          return reinterpret_cast<uintptr_t>(ptr);
+        }));
+  m.def("_caching_allocator_delete", torch::wrap_pybind_function([](uintptr_t ptr) {
+          auto& runtime = rt();
+          void* raw = reinterpret_cast<void*>(ptr);
+          for (int d = 0; d < runtime.deviceCount(); ++d) {
+            if (runtime.isDeviceInitialized(d) && runtime.allocator(d).allocationSize(raw) > 0) {
+              NPUSIM_TRANSLATE_ERRORS(runtime.allocator(d).free(raw));
+              return;
+            }
+          }
+          TORCH_CHECK(false, "caching_allocator_delete: ", raw, " was not allocated by the npu caching allocator");
+        }));
+  m.def("_host_memory_stats", torch::wrap_pybind_function([]() {
+          npusim::runtime::HostMemoryStats s;
+          NPUSIM_TRANSLATE_ERRORS(s = npusim::runtime::HostAllocator::instance().stats());
+          py::dict d;
+          d["allocations"] = statDict(s.allocations);
+          d["allocated_bytes"] = statDict(s.allocated_bytes);
+          d["reserved_bytes"] = statDict(s.reserved_bytes);
+          d["num_host_alloc"] = s.num_host_alloc;
+          d["num_host_free"] = s.num_host_free;
+          return d;
+        }));
+  m.def("_host_empty_cache", torch::wrap_pybind_function([]() {
+          NPUSIM_TRANSLATE_ERRORS(npusim::runtime::HostAllocator::instance().emptyCache());
+        }));
+
+  m.def("_default_generator", torch::wrap_pybind_function([](int device) {
+          checkDevice(device);
+          return py::reinterpret_steal<py::object>(
+              THPGenerator_initDefaultGenerator(defaultNpuGenerator(static_cast<c10::DeviceIndex>(device))));
+        }));
+
+  m.def("_operator_counts", []() {
+    py::dict d;
+    for (const auto& [name, calls] : operatorCounts()) d[py::str(name)] = calls;
+    return d;
+  });
+  m.def("_reset_operator_counts", []() { resetOperatorCounts(); });
+}

@@ -1,0 +1,202 @@
+#include "runtime/Runtime.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "runtime/EnvironmentVariables.h"
+#include "runtime/Error.h"
+#include "runtime/Plog.h"
+#include "runtime/StatusRegistry.h"
+
+namespace npusim::runtime {
+namespace {
+
+thread_local int tlsCurrentDevice = 0;
+
+// Tells the caching allocator when cross-stream uses of a block have finished
+// on the simulated timeline: a marker is the stream's clock when the use was
+// recorded, complete once the host clock has passed it.
+class TimelineStreamUseTracker final : public StreamUseTracker {
+ public:
+  explicit TimelineStreamUseTracker(DeviceTimeline& timeline) : timeline_(timeline) {}
+  uint64_t markStreamUse(StreamId stream) override { return timeline_.streamClock(stream); }
+  bool isComplete(uint64_t marker) override { return marker <= timeline_.hostClock().now(); }
+  void synchronizeDevice() override { timeline_.synchronize(); }
+
+ private:
+  DeviceTimeline& timeline_;
+};
+
+int streamsPerPoolFromEnvironment() {
+  // torch_npu accepts 8 or 32 and falls back to 32 with a warning otherwise.
+  const auto text = environmentValue("STREAMS_PER_DEVICE");
+  if (!text || text->empty() || *text == "32") return DeviceTimeline::kDefaultStreamsPerPool;
+  if (*text == "8") return 8;
+  NPUSIM_PLOG(LogLevel::kWarning, "RUNTIME",
+              "STREAMS_PER_DEVICE=" + *text + " is invalid, only 8 or 32 are supported; using 32");
+  return DeviceTimeline::kDefaultStreamsPerPool;
+}
+
+std::string processName() {
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name;
+}
+
+int64_t unixMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+uint64_t parseByteSize(const std::string& text, const char* variable) {
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  std::string unit(end);
+  double scale = 1;
+  if (unit.empty() || unit == "B") {
+    scale = 1;
+  } else if (unit == "K" || unit == "KB" || unit == "KiB") {
+    scale = 1024.0;
+  } else if (unit == "M" || unit == "MB" || unit == "MiB") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "G" || unit == "GB" || unit == "GiB") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "T" || unit == "TB" || unit == "TiB") {
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  } else {
+    end = nullptr;
+  }
+  if (end == nullptr || end == text.c_str() || !std::isfinite(number) || number <= 0 || number * scale >= 0x1p62) {
+    throw ConfigError(std::string(variable) + "=" + text +
+                      " is invalid: expected a positive size in bytes, optionally with a K, M, G or T suffix");
+  }
+  return static_cast<uint64_t>(number * scale);
+}
+
+struct Runtime::Device {
+  Device(int index, uint64_t capacity, HostClock& host, int streamsPerPool, const AllocatorConfig& config)
+      : memory(index, capacity), timeline(index, host, streamsPerPool), tracker(timeline),
+        allocator(index, memory, tracker, config) {}
+  DeviceMemory memory;
+  DeviceTimeline timeline;
+  TimelineStreamUseTracker tracker;
+  CachingAllocator allocator;
+};
+
+Runtime& Runtime::instance() {
+  // Constructed on first use and deliberately never destroyed: tensors freed
+  // during interpreter shutdown still return their memory to it.
+  static Runtime* runtime = new Runtime();
+  return *runtime;
+}
+
+Runtime::Runtime()
+    : registry_(DeviceRegistry::fromEnvironment()),
+      allocatorConfig_(AllocatorConfig::fromEnvironment()),
+      capacity_(registry_.chip().totalMemoryBytes),
+      streamsPerPool_(streamsPerPoolFromEnvironment()),
+      devices_(static_cast<size_t>(registry_.deviceCount())),
+      deviceTable_(static_cast<size_t>(registry_.deviceCount())) {
+  if (auto hbm = environmentValue("NPUSIM_HBM_SIZE"); hbm && !hbm->empty()) {
+    capacity_ = parseByteSize(*hbm, "NPUSIM_HBM_SIZE");
+  }
+  for (auto& slot : deviceTable_) slot.store(nullptr, std::memory_order_relaxed);
+}
+
+int Runtime::currentDevice() const noexcept { return tlsCurrentDevice; }
+
+void Runtime::setDevice(int index) {
+  registry_.checkDevice(index, "c10_npu::SetDevice(device_id_)");
+  device(index);
+  tlsCurrentDevice = index;
+}
+
+void Runtime::setDeviceUnchecked(int index) noexcept { tlsCurrentDevice = index; }
+
+Runtime::Device& Runtime::device(int index) {
+  if (index >= 0 && index < static_cast<int>(deviceTable_.size())) {
+    if (Device* ready = deviceTable_[static_cast<size_t>(index)].load(std::memory_order_acquire)) return *ready;
+  }
+  registry_.checkDevice(index, "aclrtSetDevice");
+  {
+    std::lock_guard<std::mutex> lock(initMutex_);
+    auto& slot = devices_[static_cast<size_t>(index)];
+    if (!slot) {
+      slot = std::make_unique<Device>(index, capacity_, hostClock_, streamsPerPool_, allocatorConfig_);
+      deviceTable_[static_cast<size_t>(index)].store(slot.get(), std::memory_order_release);
+      NPUSIM_PLOG(LogLevel::kInfo, "RUNTIME",
+                  "device " + std::to_string(index) + " (physical " + std::to_string(registry_.physicalId(index)) +
+                      ", " + registry_.chip().socName + ") initialized");
+    }
+  }
+  publishStatus(true);
+  return *deviceTable_[static_cast<size_t>(index)].load(std::memory_order_acquire);
+}
+
+bool Runtime::isDeviceInitialized(int index) const noexcept {
+  return index >= 0 && index < static_cast<int>(deviceTable_.size()) &&
+         deviceTable_[static_cast<size_t>(index)].load(std::memory_order_acquire) != nullptr;
+}
+
+CachingAllocator& Runtime::allocator(int index) { return device(index).allocator; }
+DeviceTimeline& Runtime::timeline(int index) { return device(index).timeline; }
+DeviceMemory& Runtime::memory(int index) { return device(index).memory; }
+
+void Runtime::synchronizeDevice(int index) { device(index).timeline.synchronize(); }
+
+void Runtime::resetDevice(int index) {
+  Device& d = device(index);
+  d.timeline.synchronize();
+  d.allocator.emptyCache();
+  publishStatus(true);
+}
+
+DeviceProperties Runtime::properties(int index) const {
+  registry_.checkDevice(index, "aclrtGetDeviceInfo");
+  DeviceProperties p;
+  p.name = chip().socName;
+  p.totalMemory = capacity_;
+  p.cubeCoreNum = chip().cubeCores;
+  p.vectorCoreNum = chip().vectorCores;
+  p.l2CacheSize = chip().l2CacheBytes;
+  p.uuid = registry_.uuid(index);
+  p.physicalId = registry_.physicalId(index);
+  return p;
+}
+
+void Runtime::publishStatus(bool force) {
+  const int64_t now = unixMillis();
+  int64_t deadline = nextPublishMs_.load(std::memory_order_relaxed);
+  if (!force && now < deadline) return;
+  if (!nextPublishMs_.compare_exchange_strong(deadline, now + 200) && !force) return;
+  ProcessStatus status;
+  status.pid = static_cast<int>(::getpid());
+  status.processName = processName();
+  status.socName = chip().socName;
+  status.updatedUnixMs = static_cast<uint64_t>(now);
+  for (size_t i = 0; i < deviceTable_.size(); ++i) {
+    Device* d = deviceTable_[i].load(std::memory_order_acquire);
+    if (d == nullptr) continue;
+    DeviceUsage usage;
+    usage.physicalDevice = registry_.physicalId(static_cast<int>(i));
+    usage.memoryBytes = d->allocator.allocatedBytes();
+    usage.reservedBytes = d->allocator.reservedBytes();
+    usage.busyNs = d->timeline.busyNs();
+    status.devices.push_back(usage);
+  }
+  try {
+    StatusPublisher::instance().publish(status, true);
+  } catch (const std::exception& e) {
+    // Status is a convenience for npu-smi; failing to write it must not stop the program.
+    NPUSIM_PLOG(LogLevel::kWarning, "RUNTIME", std::string("cannot publish status: ") + e.what());
+  }
+}
+
+}  // namespace npusim::runtime

@@ -1,0 +1,96 @@
+// The simulated CANN runtime of one process: its devices and their resources.
+//
+// What aclInit / aclrtSetDevice / aclrtGetDevice give a real process: a set of
+// visible devices, a current device per thread, and on each device (created
+// lazily, on first use) its memory, caching allocator and streams. The host
+// clock of the simulated timeline is process-wide.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/AllocatorConfig.h"
+#include "runtime/CachingAllocator.h"
+#include "runtime/DeviceMemory.h"
+#include "runtime/DeviceRegistry.h"
+#include "runtime/Timeline.h"
+
+namespace npusim::runtime {
+
+struct DeviceProperties {
+  std::string name;          // SoC name, "Ascend910B2"
+  uint64_t totalMemory = 0;  // bytes the framework may use
+  int cubeCoreNum = 0;
+  int vectorCoreNum = 0;
+  uint64_t l2CacheSize = 0;
+  std::string uuid;
+  int physicalId = 0;
+};
+
+class Runtime {
+ public:
+  // Built from the environment on first use (NPUSIM_SOC, NPUSIM_DEVICE_COUNT,
+  // ASCEND_RT_VISIBLE_DEVICES, PYTORCH_NPU_ALLOC_CONF, STREAMS_PER_DEVICE,
+  // NPUSIM_HBM_SIZE). Throws ConfigError on a malformed variable; a later
+  // call tries again, so the process stays usable after fixing it.
+  static Runtime& instance();
+
+  const DeviceRegistry& registry() const noexcept { return registry_; }
+  const ChipSpec& chip() const noexcept { return registry_.chip(); }
+  int deviceCount() const noexcept { return registry_.deviceCount(); }
+  const AllocatorConfig& allocatorConfig() const noexcept { return allocatorConfig_; }
+  uint64_t deviceCapacity() const noexcept { return capacity_; }
+  HostClock& hostClock() noexcept { return hostClock_; }
+
+  // The calling thread's current device (0 until set).
+  int currentDevice() const noexcept;
+  // Validates (107001 on a bad id) and makes `device` current, initializing it.
+  void setDevice(int device);
+  // Makes `device` current without validation or initialization; for guards
+  // restoring a device that was valid before.
+  void setDeviceUnchecked(int device) noexcept;
+  // Synchronizes the device and releases its cached memory; the device stays
+  // usable (live allocations are kept).
+  void resetDevice(int device);
+  bool isDeviceInitialized(int device) const noexcept;
+
+  // Per-device resources; initialize the device on first use.
+  CachingAllocator& allocator(int device);
+  DeviceTimeline& timeline(int device);
+  DeviceMemory& memory(int device);
+  void synchronizeDevice(int device);
+  DeviceProperties properties(int device) const;
+
+  // Publishes this process's use of its devices for npu-smi, at most every
+  // 200 ms unless forced. Cheap to call often.
+  void publishStatus(bool force = false);
+
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+ private:
+  Runtime();
+  struct Device;
+  Device& device(int index);
+
+  DeviceRegistry registry_;
+  AllocatorConfig allocatorConfig_;
+  uint64_t capacity_;
+  int streamsPerPool_;
+  HostClock hostClock_;
+  mutable std::mutex initMutex_;
+  std::vector<std::unique_ptr<Device>> devices_;  // index = logical id; null until initialized
+  std::vector<std::atomic<Device*>> deviceTable_;  // lock-free lookup of initialized devices
+  std::atomic<int64_t> nextPublishMs_{0};
+};
+
+// Parses a byte size such as "68719476736", "64G", "512M" or "1.5T" (binary
+// units). Throws ConfigError naming `variable`.
+uint64_t parseByteSize(const std::string& text, const char* variable);
+
+}  // namespace npusim::runtime
