@@ -105,9 +105,23 @@ c10::Scalar localScalarDense(const at::Tensor& self) {
   return makeCpuAlias(self).item();
 }
 
+// Module.to("npu") replaces parameter data in place (param.data = ...) only
+// when PyTorch deems the two tensor types compatible; otherwise it creates
+// new Parameter objects, which silently unties shared (tied) weights. Dense
+// CPU and npu tensors are compatible, as dense CPU and CUDA tensors are.
+bool hasCompatibleShallowCopyType(const at::Tensor& self, const at::Tensor& from) {
+  auto isDense = [](const at::Tensor& t) {
+    return t.layout() == c10::Layout::Strided &&
+           (t.device().type() == c10::DeviceType::CPU || t.device().type() == c10::DeviceType::PrivateUse1);
+  };
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set()) ||
+         (isDense(self) && isDense(from));
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(hasCompatibleShallowCopyType));
   m.impl("empty.memory_format", TORCH_FN(emptyMemoryFormat));
   m.impl("empty_strided", TORCH_FN(emptyStrided));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));

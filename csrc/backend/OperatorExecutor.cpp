@@ -14,8 +14,11 @@
 #include <ATen/core/stack.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/SmallVector.h>
+#include <mutex>
+
 #include <torch/library.h>
 
+#include "backend/OperatorExecutor.h"
 #include "backend/NpuAllocator.h"
 #include "backend/NpuGenerator.h"
 #include "backend/OperatorRecords.h"
@@ -274,6 +277,37 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&executeOnNpu>());
+}
+
+size_t routeCpuKernelsThroughExecutor() {
+  // An operator with both a CPU kernel and a CompositeExplicitAutograd one
+  // would run the composite kernel on npu (for native_layer_norm a math
+  // decomposition whose results differ from the CPU kernel's in the last
+  // bits; for structured operators an extra dispatch through the out= form).
+  // Registering the executor for them directly makes npu run the CPU kernel.
+  static std::once_flag routed;
+  static size_t count = 0;
+  std::call_once(routed, [] {
+    static auto* library = new torch::Library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1, __FILE__,
+                                              __LINE__);
+    auto& dispatcher = c10::Dispatcher::singleton();
+    for (const auto& name : dispatcher.getAllOpNames()) {
+      if (name.name.rfind("aten::", 0) != 0) continue;
+      const auto op = dispatcher.findOp(name);
+      if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+          op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+        continue;
+      }
+      if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+          !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+        continue;
+      }
+      const std::string qualified = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);
+      library->impl(qualified.c_str(), torch::CppFunction::makeFromBoxedFunction<&executeOnNpu>());
+      ++count;
+    }
+  });
+  return count;
 }
 
 }  // namespace npusim::backend

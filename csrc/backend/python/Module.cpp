@@ -13,6 +13,7 @@
 #include "backend/NpuErrors.h"
 #include "backend/NpuGenerator.h"
 #include "backend/NpuStreams.h"
+#include "backend/OperatorExecutor.h"
 #include "backend/OperatorRecords.h"
 #include "runtime/HostAllocator.h"
 #include "runtime/Runtime.h"
@@ -133,6 +134,7 @@ PYBIND11_MODULE(_C, m) {
   using namespace npusim::backend;
   using npusim::runtime::Runtime;
   m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";
+  routeCpuKernelsThroughExecutor();
 
   m.def("_device_count", []() -> int {
     try {

@@ -1,0 +1,69 @@
+// Convolutions. ATen routes a convolution on a device it does not know to
+// convolution_overrideable (and its backward), which have no CPU kernel for
+// the executor to reuse, so the npu backend provides them: CPU aliases in,
+// ATen's CPU convolution, device memory out, as the executor does.
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "backend/NpuAllocator.h"
+#include "backend/OperatorTiming.h"
+#include "backend/TensorAliasing.h"
+
+namespace npusim::backend {
+namespace {
+
+at::Tensor aliasOrUndefined(const at::Tensor& t) { return t.defined() ? makeCpuAlias(t) : t; }
+
+at::Tensor adoptOrUndefined(const at::Tensor& t, int device) {
+  return t.defined() ? adoptAsNpuTensor(t, device) : t;
+}
+
+at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& weight,
+                                   const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
+                                   c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
+                                   c10::IntArrayRef outputPadding, int64_t groups) {
+  const int device = input.device().index();
+  const c10::DeviceGuard guard(input.device());
+  std::optional<at::Tensor> cpuBias;
+  if (bias.has_value() && bias->defined()) cpuBias = makeCpuAlias(*bias);
+  at::Tensor output;
+  {
+    const ScopedOutputDevice outputs(device);
+    output = at::convolution(makeCpuAlias(input), makeCpuAlias(weight), cpuBias, stride, padding, dilation,
+                             transposed, outputPadding, groups);
+  }
+  chargeKernel(device);
+  return adoptAsNpuTensor(output, device);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
+    const at::Tensor& gradOutput, const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
+    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef outputPadding,
+    int64_t groups, std::array<bool, 3> outputMask) {
+  const int device = input.device().index();
+  const c10::DeviceGuard guard(input.device());
+  // The bias has one element per output channel.
+  const int64_t outputChannels = transposed ? weight.size(1) * groups : weight.size(0);
+  const std::vector<int64_t> biasSizes{outputChannels};
+  std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
+  {
+    const ScopedOutputDevice outputs(device);
+    grads = at::convolution_backward(aliasOrUndefined(gradOutput), makeCpuAlias(input), makeCpuAlias(weight),
+                                     biasSizes, stride, padding, dilation, transposed, outputPadding, groups,
+                                     outputMask);
+  }
+  chargeKernel(device);
+  return {adoptOrUndefined(std::get<0>(grads), device), adoptOrUndefined(std::get<1>(grads), device),
+          adoptOrUndefined(std::get<2>(grads), device)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution_overrideable", TORCH_FN(convolutionOverrideable));
+  m.impl("convolution_backward_overrideable", TORCH_FN(convolutionBackwardOverrideable));
+}
+
+}  // namespace npusim::backend

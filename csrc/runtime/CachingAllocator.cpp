@@ -1,0 +1,724 @@
+#include "runtime/CachingAllocator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+#include "runtime/Error.h"
+
+namespace npusim::runtime {
+
+std::string formatMemorySize(uint64_t bytes) {
+  char text[64];
+  if (bytes <= 1024) {
+    std::snprintf(text, sizeof(text), "%llu bytes", static_cast<unsigned long long>(bytes));
+  } else if (bytes <= 1048576) {
+    std::snprintf(text, sizeof(text), "%.2f KiB", static_cast<double>(bytes) / 1024.0);
+  } else if (bytes <= 1073741824ULL) {
+    std::snprintf(text, sizeof(text), "%.2f MiB", static_cast<double>(bytes) / 1048576.0);
+  } else {
+    std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / 1073741824.0);
+  }
+  return text;
+}
+
+namespace {
+
+struct BlockPool;
+struct Segment;
+
+struct Block {
+  StreamId stream = 0;
+  size_t size = 0;
+  size_t requestedSize = 0;
+  BlockPool* pool = nullptr;
+  Segment* segment = nullptr;
+  char* ptr = nullptr;
+  bool allocated = false;
+  Block* prev = nullptr;  // neighbours within the segment
+  Block* next = nullptr;
+  int eventCount = 0;     // outstanding stream-use markers
+  int gcCount = 0;        // allocations since this cached block was last reused
+  std::vector<StreamId> streamUses;
+
+  bool isSplit() const { return prev != nullptr || next != nullptr; }
+};
+
+// Order of a pool: stream, then size, then address (best fit per stream).
+struct BlockBySize {
+  bool operator()(const Block* a, const Block* b) const {
+    if (a->stream != b->stream) return a->stream < b->stream;
+    if (a->size != b->size) return a->size < b->size;
+    return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+  }
+};
+
+struct BlockPool {
+  explicit BlockPool(bool small) : isSmall(small) {}
+  std::set<Block*, BlockBySize> blocks;  // cached (free) blocks
+  const bool isSmall;
+};
+
+// One device allocation; `head` is the block at its base address.
+struct Segment {
+  char* base = nullptr;
+  size_t size = 0;
+  BlockPool* pool = nullptr;
+  StreamId stream = 0;
+  Block* head = nullptr;
+};
+
+void updateStat(Stat& stat, int64_t amount) {
+  stat.current += amount;
+  stat.peak = std::max(stat.current, stat.peak);
+  if (amount > 0) stat.allocated += amount;
+  if (amount < 0) stat.freed += -amount;
+}
+
+void resetAccumulated(Stat& stat) {
+  stat.allocated = 0;
+  stat.freed = 0;
+}
+
+void resetPeak(Stat& stat) { stat.peak = stat.current; }
+
+std::string pointerText(const void* ptr) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%p", ptr);
+  return text;
+}
+
+size_t roundUp(size_t value, size_t unit) { return unit * ((value + unit - 1) / unit); }
+
+// Next multiple of size's power-of-two interval divided in `divisions` parts.
+size_t roundupPowerOfTwoDivision(size_t size, size_t divisions) {
+  if (std::has_single_bit(size)) return size;
+  size_t floor = std::bit_floor(size);
+  size_t step = floor / divisions;
+  if (step == 0) return floor << 1;
+  size_t below = size & ~(step - 1);
+  return below == size ? size : below + step;
+}
+
+}  // namespace
+
+struct CachingAllocator::Impl {
+  Impl(int deviceIndex, DeviceMemory& deviceMemory, StreamUseTracker& streamTracker, const AllocatorConfig& cfg)
+      : device(deviceIndex), memory(deviceMemory), tracker(streamTracker), config(cfg), small(true), large(false) {
+    stats.max_split_size =
+        config.maxSplitSize == AllocatorConfig::kUnlimited ? -1 : static_cast<int64_t>(config.maxSplitSize);
+  }
+
+  ~Impl() {
+    for (auto& [base, segment] : segments) {
+      memory.free(segment->base, segment->size);
+      Block* block = segment->head;
+      while (block != nullptr) {
+        Block* next = block->next;
+        delete block;
+        block = next;
+      }
+      delete segment;
+    }
+    for (Block* block : spareBlocks) delete block;
+  }
+
+  struct Request {
+    StreamId stream = 0;
+    size_t size = 0;       // rounded block size
+    size_t segmentSize = 0;
+    BlockPool* pool = nullptr;
+    Block* block = nullptr;
+  };
+
+  const int device;
+  DeviceMemory& memory;
+  StreamUseTracker& tracker;
+  const AllocatorConfig& config;
+
+  mutable std::mutex mutex;
+  MemoryStats stats;
+  BlockPool small;
+  BlockPool large;
+  std::unordered_map<void*, Block*> allocated;                            // live allocations by address
+  std::map<uintptr_t, Segment*> segments;                                  // by base address
+  std::map<StreamId, std::deque<std::pair<uint64_t, Block*>>> pendingUses;  // freed, awaiting streams
+  size_t pendingUseCount = 0;
+  size_t totalReserved = 0;
+  bool fractionSet = false;
+  double fraction = 1.0;
+  size_t allowedMaximum = 0;
+  std::vector<Block*> spareBlocks;
+
+  // --- statistics helpers ---
+  template <typename Function>
+  static void forPool(const BlockPool& pool, Function&& function) {
+    function(static_cast<size_t>(kAggregate));
+    function(static_cast<size_t>(pool.isSmall ? kSmallPool : kLargePool));
+  }
+
+  bool isOversize(size_t size) const { return size >= config.maxSplitSize; }
+
+  // --- block objects are recycled to keep the hot path off the heap ---
+  Block* newBlock(StreamId stream, size_t size, BlockPool* pool, Segment* segment, char* ptr) {
+    Block* block;
+    if (!spareBlocks.empty()) {
+      block = spareBlocks.back();
+      spareBlocks.pop_back();
+    } else {
+      block = new Block();
+    }
+    block->stream = stream;
+    block->size = size;
+    block->requestedSize = 0;
+    block->pool = pool;
+    block->segment = segment;
+    block->ptr = ptr;
+    block->allocated = false;
+    block->prev = nullptr;
+    block->next = nullptr;
+    block->eventCount = 0;
+    block->gcCount = 0;
+    block->streamUses.clear();
+    return block;
+  }
+
+  void recycle(Block* block) {
+    if (spareBlocks.size() < 4096) {
+      spareBlocks.push_back(block);
+    } else {
+      delete block;
+    }
+  }
+
+  // --- the allocation path ---
+  void* allocate(size_t bytes, StreamId stream) {
+    processStreamUses();
+    Request request;
+    request.stream = stream;
+    request.size = roundSize(bytes, config);
+    request.pool = request.size <= kSmallSize ? &small : &large;
+    request.segmentSize = config.cachingDisabled ? request.size : segmentSizeFor(request.size, config);
+
+    bool found = !config.cachingDisabled && findCachedBlock(request);
+    if (!found) {
+      if (fractionSet && config.garbageCollectionThreshold > 0.0) collectGarbage();
+      found = carveSegment(request, false) || (releaseOversizeBlocks(request) && carveSegment(request, false));
+    }
+    if (!found) {
+      // Synchronize, give every unsplit cached block back and retry once.
+      tracker.synchronizeDevice();
+      releaseCachedBlocks();
+      found = carveSegment(request, true);
+    }
+    if (!found) throwOutOfMemory(request.segmentSize);
+
+    const bool split = !config.cachingDisabled && shouldSplit(request.block, request.size);
+    return useBlock(request, bytes, split);
+  }
+
+  bool findCachedBlock(Request& request) {
+    BlockPool& pool = *request.pool;
+    if (fractionSet && config.garbageCollectionThreshold > 0.0) {
+      for (Block* block : pool.blocks) ++block->gcCount;
+    }
+    Block key;
+    key.stream = request.stream;
+    key.size = request.size;
+    auto it = pool.blocks.lower_bound(&key);
+    if (it == pool.blocks.end() || (*it)->stream != request.stream) return false;
+    Block* candidate = *it;
+    // Oversize blocks serve only oversize requests, and only those within
+    // max_non_split_rounding of their size.
+    if (!isOversize(request.size) && isOversize(candidate->size)) return false;
+    if (isOversize(request.size) && candidate->size >= request.size + config.maxNonSplitRoundingSize) return false;
+    candidate->gcCount = 0;
+    pool.blocks.erase(it);
+    request.block = candidate;
+    return true;
+  }
+
+  bool shouldSplit(const Block* block, size_t size) const {
+    size_t remaining = block->size - size;
+    if (block->pool->isSmall) return remaining >= kMinBlockSize;
+    return size < config.maxSplitSize && remaining > kSmallSize;
+  }
+
+  // Gets a new segment from the device memory.
+  bool carveSegment(Request& request, bool isRetry) {
+    if (isRetry) stats.num_alloc_retries += 1;
+    const size_t size = request.segmentSize;
+    if (fractionSet && (size > allowedMaximum || totalReserved > allowedMaximum - size)) return false;
+    void* ptr = memory.allocate(size);
+    if (ptr == nullptr) return false;
+    stats.num_device_alloc += 1;
+    totalReserved += size;
+
+    Segment* segment = new Segment();
+    segment->base = static_cast<char*>(ptr);
+    segment->size = size;
+    segment->pool = request.pool;
+    segment->stream = request.stream;
+    Block* block = newBlock(request.stream, size, request.pool, segment, segment->base);
+    segment->head = block;
+    segments.emplace(reinterpret_cast<uintptr_t>(ptr), segment);
+
+    forPool(*request.pool, [&](size_t type) {
+      updateStat(stats.segment[type], 1);
+      updateStat(stats.reserved_bytes[type], static_cast<int64_t>(size));
+    });
+    if (isOversize(size)) updateStat(stats.oversize_segments, 1);
+    request.block = block;
+    return true;
+  }
+
+  void* useBlock(Request& request, size_t requestedBytes, bool split) {
+    Block* block = request.block;
+    BlockPool& pool = *request.pool;
+    const bool alreadySplit = block->isSplit();
+    if (split) {
+      Block* remaining = block;
+      block = newBlock(request.stream, request.size, &pool, remaining->segment, remaining->ptr);
+      block->prev = remaining->prev;
+      if (block->prev != nullptr) block->prev->next = block;
+      block->next = remaining;
+      remaining->prev = block;
+      remaining->ptr += request.size;
+      remaining->size -= request.size;
+      if (block->prev == nullptr) block->segment->head = block;
+      pool.blocks.insert(remaining);
+      if (alreadySplit) {
+        // An inactive split block shrinks by the part handed out.
+        forPool(pool, [&](size_t type) {
+          updateStat(stats.inactive_split_bytes[type], -static_cast<int64_t>(block->size));
+        });
+      } else {
+        // A whole block becomes split: its remainder is a new inactive split block.
+        forPool(pool, [&](size_t type) {
+          updateStat(stats.inactive_split_bytes[type], static_cast<int64_t>(remaining->size));
+          updateStat(stats.inactive_split[type], 1);
+        });
+      }
+    } else if (alreadySplit) {
+      forPool(pool, [&](size_t type) {
+        updateStat(stats.inactive_split_bytes[type], -static_cast<int64_t>(block->size));
+        updateStat(stats.inactive_split[type], -1);
+      });
+    }
+
+    block->allocated = true;
+    block->requestedSize = requestedBytes;
+    allocated.emplace(block->ptr, block);
+    forPool(pool, [&](size_t type) {
+      updateStat(stats.allocation[type], 1);
+      updateStat(stats.allocated_bytes[type], static_cast<int64_t>(block->size));
+      updateStat(stats.active[type], 1);
+      updateStat(stats.active_bytes[type], static_cast<int64_t>(block->size));
+      updateStat(stats.requested_bytes[type], static_cast<int64_t>(block->requestedSize));
+    });
+    if (isOversize(block->size)) updateStat(stats.oversize_allocations, 1);
+    return block->ptr;
+  }
+
+  [[noreturn]] void throwOutOfMemory(size_t segmentSize) {
+    stats.num_ooms += 1;
+    std::string allowed;
+    if (fractionSet) allowed = formatMemorySize(allowedMaximum) + " allowed; ";
+    std::string message = "NPU out of memory. Tried to allocate " + formatMemorySize(segmentSize) + " (NPU " +
+                          std::to_string(device) + "; " + formatMemorySize(memory.capacity()) +
+                          " total capacity; " +
+                          formatMemorySize(static_cast<uint64_t>(stats.allocated_bytes[kAggregate].current)) +
+                          " already allocated; " +
+                          formatMemorySize(static_cast<uint64_t>(stats.active_bytes[kAggregate].current)) +
+                          " current active; " + formatMemorySize(memory.freeBytes()) + " free; " + allowed +
+                          formatMemorySize(static_cast<uint64_t>(stats.reserved_bytes[kAggregate].current)) +
+                          " reserved in total by PyTorch) If reserved memory is >> allocated memory try setting "
+                          "max_split_size_mb to avoid fragmentation.";
+    throw OutOfMemoryError(device, std::move(message));
+  }
+
+  // --- the free path ---
+  [[noreturn]] void throwInvalidPointer(void* ptr, const char* call) const {
+    throw RuntimeError(ErrorCode::kRtInvalidHandle, call,
+                       "invalid device pointer: " + pointerText(ptr) + " is not an allocation of NPU " +
+                           std::to_string(device));
+  }
+
+  Block* findAllocated(void* ptr, const char* call) const {
+    auto it = allocated.find(ptr);
+    if (it == allocated.end()) throwInvalidPointer(ptr, call);
+    return it->second;
+  }
+
+  void free(void* ptr) {
+    auto it = allocated.find(ptr);
+    if (it == allocated.end()) throwInvalidPointer(ptr, "NPUCachingAllocator free");
+    Block* block = it->second;
+    allocated.erase(it);
+    block->allocated = false;
+    forPool(*block->pool, [&](size_t type) {
+      updateStat(stats.allocation[type], -1);
+      updateStat(stats.allocated_bytes[type], -static_cast<int64_t>(block->size));
+    });
+    if (isOversize(block->size)) updateStat(stats.oversize_allocations, -1);
+    if (!block->streamUses.empty()) {
+      for (StreamId stream : block->streamUses) {
+        uint64_t marker = tracker.markStreamUse(stream);
+        pendingUses[stream].emplace_back(marker, block);
+        block->eventCount += 1;
+        pendingUseCount += 1;
+      }
+      block->streamUses.clear();
+    } else {
+      cacheBlock(block);
+    }
+  }
+
+  // Puts a block that is no longer in use back into its pool.
+  void cacheBlock(Block* block) {
+    const size_t originalSize = block->size;
+    const size_t requestedSize = block->requestedSize;
+    BlockPool& pool = *block->pool;
+    int64_t inactiveSplitBlocks = 0;
+    int64_t inactiveSplitBytes = 0;
+    for (Block* neighbour : {block->prev, block->next}) {
+      size_t merged = mergeInto(block, neighbour, pool);
+      if (merged > 0) {
+        inactiveSplitBlocks -= 1;
+        inactiveSplitBytes -= static_cast<int64_t>(merged);
+      }
+    }
+    pool.blocks.insert(block);
+    if (block->isSplit()) {
+      inactiveSplitBlocks += 1;
+      inactiveSplitBytes += static_cast<int64_t>(block->size);
+    }
+    forPool(pool, [&](size_t type) {
+      updateStat(stats.inactive_split[type], inactiveSplitBlocks);
+      updateStat(stats.inactive_split_bytes[type], inactiveSplitBytes);
+      updateStat(stats.active[type], -1);
+      updateStat(stats.active_bytes[type], -static_cast<int64_t>(originalSize));
+      updateStat(stats.requested_bytes[type], -static_cast<int64_t>(requestedSize));
+    });
+    if (config.cachingDisabled && !block->isSplit()) releaseSegment(block);
+  }
+
+  // Merges the free neighbour `source` into `target`; returns the bytes gained.
+  size_t mergeInto(Block* target, Block* source, BlockPool& pool) {
+    if (source == nullptr || source->allocated || source->eventCount > 0 || !source->streamUses.empty()) return 0;
+    pool.blocks.erase(source);
+    if (target->prev == source) {
+      target->ptr = source->ptr;
+      target->prev = source->prev;
+      if (target->prev != nullptr) {
+        target->prev->next = target;
+      } else {
+        target->segment->head = target;
+      }
+    } else {
+      target->next = source->next;
+      if (target->next != nullptr) target->next->prev = target;
+    }
+    const size_t gained = source->size;
+    target->size += gained;
+    recycle(source);
+    return gained;
+  }
+
+  void processStreamUses() {
+    if (pendingUseCount == 0) return;
+    for (auto& [stream, queue] : pendingUses) {
+      while (!queue.empty() && tracker.isComplete(queue.front().first)) {
+        Block* block = queue.front().second;
+        queue.pop_front();
+        pendingUseCount -= 1;
+        if (--block->eventCount == 0) cacheBlock(block);
+      }
+    }
+  }
+
+  // After tracker.synchronizeDevice(): every stream use is over.
+  void completeAllStreamUses() {
+    stats.num_sync_all_streams += 1;
+    for (auto& [stream, queue] : pendingUses) {
+      for (auto& [marker, block] : queue) {
+        if (--block->eventCount == 0) cacheBlock(block);
+      }
+      queue.clear();
+    }
+    pendingUses.clear();
+    pendingUseCount = 0;
+  }
+
+  // --- giving memory back to the device ---
+  // `block` is a cached block that covers its whole segment.
+  void releaseSegment(Block* block) {
+    Segment* segment = block->segment;
+    BlockPool& pool = *block->pool;
+    pool.blocks.erase(block);
+    memory.free(segment->base, segment->size);
+    stats.num_device_free += 1;
+    totalReserved -= segment->size;
+    forPool(pool, [&](size_t type) {
+      updateStat(stats.segment[type], -1);
+      updateStat(stats.reserved_bytes[type], -static_cast<int64_t>(segment->size));
+    });
+    if (isOversize(segment->size)) updateStat(stats.oversize_segments, -1);
+    segments.erase(reinterpret_cast<uintptr_t>(segment->base));
+    delete segment;
+    recycle(block);
+  }
+
+  void releaseUnsplitBlocks(BlockPool& pool) {
+    for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+      Block* block = *it;
+      ++it;
+      if (!block->isSplit()) releaseSegment(block);
+    }
+  }
+
+  // Requires tracker.synchronizeDevice() first.
+  void releaseCachedBlocks() {
+    completeAllStreamUses();
+    releaseUnsplitBlocks(large);
+    releaseUnsplitBlocks(small);
+  }
+
+  // With max_split_size set: frees cached oversize segments of the request's
+  // stream, the smallest one that covers the request, or else the largest
+  // ones until their total covers it.
+  bool releaseOversizeBlocks(const Request& request) {
+    if (config.maxSplitSize == AllocatorConfig::kUnlimited) return false;
+    BlockPool& pool = *request.pool;
+    const size_t target = std::max(request.size, config.maxSplitSize);
+    tracker.synchronizeDevice();
+    Block key;
+    key.stream = request.stream;
+    key.size = target;
+    auto it = pool.blocks.lower_bound(&key);
+    for (auto candidate = it; candidate != pool.blocks.end() && (*candidate)->stream == request.stream;
+         ++candidate) {
+      if (!(*candidate)->isSplit()) {
+        releaseSegment(*candidate);
+        return true;
+      }
+    }
+    std::vector<Block*> largestFirst;
+    while (it != pool.blocks.begin()) {
+      --it;
+      Block* block = *it;
+      if (block->stream != request.stream || !isOversize(block->size)) break;
+      if (!block->isSplit()) largestFirst.push_back(block);
+    }
+    size_t released = 0;
+    for (Block* block : largestFirst) {
+      if (released >= target) break;
+      released += block->size;
+      releaseSegment(block);
+    }
+    return released >= target;
+  }
+
+  // garbage_collection_threshold: once reserved memory passes the threshold
+  // of the allowed memory, free unsplit large cached segments, those unused
+  // for longer than average first, until back under it.
+  void collectGarbage() {
+    const size_t threshold = static_cast<size_t>(config.garbageCollectionThreshold * static_cast<double>(allowedMaximum));
+    if (totalReserved <= threshold) return;
+    const size_t target = totalReserved - threshold;
+    double totalAge = 0.0;
+    int freeable = 0;
+    for (Block* block : large.blocks) {
+      if (!block->isSplit()) {
+        totalAge += block->gcCount;
+        ++freeable;
+      }
+    }
+    if (freeable == 0) return;
+    tracker.synchronizeDevice();
+    size_t reclaimed = 0;
+    bool freedOne = true;
+    while (reclaimed < target && freedOne && freeable > 0) {
+      const double ageThreshold = totalAge / freeable;
+      freedOne = false;
+      for (auto it = large.blocks.begin(); it != large.blocks.end();) {
+        Block* block = *it;
+        ++it;
+        if (!block->isSplit() && block->gcCount >= ageThreshold) {
+          freedOne = true;
+          reclaimed += block->size;
+          totalAge -= block->gcCount;
+          --freeable;
+          releaseSegment(block);
+        }
+      }
+    }
+  }
+
+  // --- inspection ---
+  std::vector<SegmentInfo> snapshot() const {
+    std::vector<SegmentInfo> result;
+    result.reserve(segments.size());
+    for (const auto& [base, segment] : segments) {
+      SegmentInfo info;
+      info.device = device;
+      info.address = base;
+      info.stream = segment->stream;
+      info.is_large = !segment->pool->isSmall;
+      info.is_expandable = false;
+      for (const Block* block = segment->head; block != nullptr; block = block->next) {
+        BlockInfo blockInfo;
+        blockInfo.size = block->size;
+        blockInfo.requested_size = block->requestedSize;
+        blockInfo.allocated = block->allocated;
+        blockInfo.active = block->allocated || block->eventCount > 0;
+        info.total_size += blockInfo.size;
+        if (blockInfo.allocated) info.allocated_size += blockInfo.size;
+        if (blockInfo.active) {
+          info.active_size += blockInfo.size;
+          info.requested_size += blockInfo.requested_size;
+        }
+        info.blocks.push_back(blockInfo);
+      }
+      result.push_back(std::move(info));
+    }
+    return result;
+  }
+};
+
+size_t CachingAllocator::roundSize(size_t bytes, const AllocatorConfig& config) {
+  size_t size = bytes + kPadBytes;
+  if (size < kMinBlockSize) return kMinBlockSize;
+  size_t divisions = config.roundupDivisionsFor(size);
+  if (divisions > 1 && size > kMinBlockSize * divisions) return roundupPowerOfTwoDivision(size, divisions);
+  return roundUp(size, kMinBlockSize);
+}
+
+size_t CachingAllocator::segmentSizeFor(size_t roundedSize, const AllocatorConfig& config) {
+  if (roundedSize <= kSmallSize) return kSmallBuffer;
+  if (config.pageSize1g) return roundUp(roundedSize, kExtraLargeBuffer);
+  if (roundedSize < kMinLargeAlloc) return config.largeSegmentSize;
+  return roundUp(roundedSize, kRoundLarge);
+}
+
+CachingAllocator::CachingAllocator(int device, DeviceMemory& memory, StreamUseTracker& tracker,
+                                   const AllocatorConfig& config)
+    : device_(device), config_(config), impl_(std::make_unique<Impl>(device, memory, tracker, config_)) {
+  if (config_.perProcessMemoryFraction) setMemoryFraction(*config_.perProcessMemoryFraction);
+}
+
+CachingAllocator::~CachingAllocator() = default;
+
+void* CachingAllocator::allocate(size_t bytes, StreamId stream) {
+  if (bytes == 0) return nullptr;
+  if (bytes >= kOneExabyte) {
+    throw OutOfMemoryError(device_, "NPU out of memory. Tried to allocate more than 1EB memory.");
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->allocate(bytes, stream);
+}
+
+void CachingAllocator::free(void* ptr) {
+  if (ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->free(ptr);
+}
+
+void CachingAllocator::recordStream(void* ptr, StreamId stream) {
+  if (ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Block* block = impl_->findAllocated(ptr, "NPUCachingAllocator recordStream");
+  // Uses on the allocation stream are ordered by the stream itself.
+  if (stream == block->stream) return;
+  if (std::find(block->streamUses.begin(), block->streamUses.end(), stream) == block->streamUses.end()) {
+    block->streamUses.push_back(stream);
+  }
+}
+
+size_t CachingAllocator::allocationSize(void* ptr) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->findAllocated(ptr, "NPUCachingAllocator allocationSize")->size;
+}
+
+void CachingAllocator::emptyCache() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->tracker.synchronizeDevice();
+  impl_->releaseCachedBlocks();
+}
+
+void CachingAllocator::setMemoryFraction(double fraction) {
+  if (!(fraction >= 0.0 && fraction <= 1.0)) {
+    throw RuntimeError(ErrorCode::kInvalidParam, "setMemoryFraction",
+                       "Invalid fraction value: " + std::to_string(fraction) + ". Allowed range: 0~1");
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->fraction = fraction;
+  impl_->allowedMaximum = static_cast<size_t>(fraction * static_cast<double>(impl_->memory.capacity()));
+  impl_->fractionSet = true;
+}
+
+double CachingAllocator::memoryFraction() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->fraction;
+}
+
+MemoryStats CachingAllocator::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->stats;
+}
+
+void CachingAllocator::resetPeakStats() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  MemoryStats& stats = impl_->stats;
+  for (size_t type = 0; type < kStatTypeCount; ++type) {
+    for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
+                        &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
+                        &stats.inactive_split_bytes, &stats.requested_bytes}) {
+      resetPeak((*array)[type]);
+    }
+  }
+  resetPeak(stats.oversize_allocations);
+  resetPeak(stats.oversize_segments);
+}
+
+void CachingAllocator::resetAccumulatedStats() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  MemoryStats& stats = impl_->stats;
+  for (size_t type = 0; type < kStatTypeCount; ++type) {
+    for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
+                        &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
+                        &stats.inactive_split_bytes, &stats.requested_bytes}) {
+      resetAccumulated((*array)[type]);
+    }
+  }
+  stats.num_alloc_retries = 0;
+  stats.num_ooms = 0;
+  stats.num_sync_all_streams = 0;
+  stats.num_device_alloc = 0;
+  stats.num_device_free = 0;
+  resetAccumulated(stats.oversize_allocations);
+  resetAccumulated(stats.oversize_segments);
+}
+
+std::vector<SegmentInfo> CachingAllocator::snapshot() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->snapshot();
+}
+
+size_t CachingAllocator::reservedBytes() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return static_cast<size_t>(impl_->stats.reserved_bytes[kAggregate].current);
+}
+
+size_t CachingAllocator::allocatedBytes() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return static_cast<size_t>(impl_->stats.allocated_bytes[kAggregate].current);
+}
+
+}  // namespace npusim::runtime

@@ -1,0 +1,152 @@
+// The caching allocator of one simulated device, behaving like torch_npu's
+// NPUCachingAllocator (itself a port of PyTorch's CUDACachingAllocator):
+//
+// - Requests get 32 bytes of padding (as on Ascend 910B and older chips) and
+//   are rounded up to 512 bytes, or to a power-of-two division when
+//   roundup_power2_divisions says so.
+// - Rounded sizes up to 1 MiB come from the small pool, which carves 2 MiB
+//   segments; larger ones from the large pool: below 10 MiB they carve a
+//   large segment (20 MiB unless large_segment_size_mb says otherwise), from
+//   10 MiB on they get a segment of their size rounded up to 2 MiB (1 GiB with
+//   page_size:1g).
+// - A free block is found best-fit among the cached blocks of the same pool
+//   and the same stream; a larger block is split when the remainder is worth
+//   keeping (>= 512 B in the small pool, > 1 MiB in the large pool), except
+//   that blocks of max_split_size or more are never split and serve only
+//   requests within max_non_split_rounding of their size. Freed blocks merge
+//   with free neighbours.
+// - A block used on other streams (recordStream) is cached again only when
+//   the work submitted on those streams before the free has completed, as
+//   the StreamUseTracker reports.
+// - When a segment cannot be had (device full, or the memory fraction
+//   reached), the allocator frees cached oversize blocks, then synchronizes
+//   the device and frees every unsplit cached block, and retries once
+//   (num_alloc_retries); failing that it raises OutOfMemoryError with
+//   torch_npu's text and counts num_ooms. The allocator stays usable.
+// - garbage_collection_threshold (with a memory fraction set) frees the
+//   least recently reused cached segments before a new one is carved.
+// - With caching disabled (PYTORCH_NO_NPU_MEMORY_CACHING=1) every request gets
+//   its own segment, which goes back to the device as soon as it is free; the
+//   statistics keep working (npusim does better than the real stack here).
+// - expandable_segments is accepted but segments are never expandable.
+//
+// All public members are thread-safe (one mutex per allocator). The
+// StreamUseTracker is called with that mutex held and must not call back
+// into the allocator. The DeviceMemory and the StreamUseTracker must outlive
+// the allocator; its destructor gives every segment back to the DeviceMemory.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/AllocatorConfig.h"
+#include "runtime/DeviceMemory.h"
+
+namespace npusim::runtime {
+
+using StreamId = int64_t;  // stream id within the device; 0 = default stream
+
+// Tells the allocator when work submitted on a stream has finished in
+// simulated time.
+class StreamUseTracker {
+ public:
+  virtual ~StreamUseTracker() = default;
+  // A marker that completes when all work so far on `stream` completes.
+  virtual uint64_t markStreamUse(StreamId stream) = 0;
+  virtual bool isComplete(uint64_t marker) = 0;
+  // Called before freeing cached memory on OOM / emptyCache; afterwards every
+  // marker handed out so far must be complete.
+  virtual void synchronizeDevice() = 0;
+};
+
+struct Stat {
+  int64_t current = 0, peak = 0, allocated = 0, freed = 0;
+};
+
+enum StatType { kAggregate = 0, kSmallPool = 1, kLargePool = 2, kStatTypeCount = 3 };
+
+// Mirrors c10::CachingDeviceAllocator::DeviceStats field for field.
+struct MemoryStats {
+  std::array<Stat, 3> allocation, segment, active, inactive_split, allocated_bytes, reserved_bytes, active_bytes,
+      inactive_split_bytes, requested_bytes;
+  int64_t num_alloc_retries = 0, num_ooms = 0, num_sync_all_streams = 0, num_device_alloc = 0, num_device_free = 0;
+  Stat oversize_allocations, oversize_segments;
+  int64_t max_split_size = 0;
+};
+
+struct BlockInfo {
+  size_t size = 0, requested_size = 0;
+  bool allocated = false, active = false;
+};
+
+struct SegmentInfo {
+  int device = 0;
+  uintptr_t address = 0;
+  size_t total_size = 0, allocated_size = 0, active_size = 0, requested_size = 0;
+  StreamId stream = 0;
+  bool is_large = false, is_expandable = false;
+  std::vector<BlockInfo> blocks;
+};
+
+class CachingAllocator {
+ public:
+  static constexpr size_t kMinBlockSize = 512;             // every size is a multiple of this
+  static constexpr size_t kSmallSize = size_t{1} << 20;    // largest small-pool request, 1 MiB
+  static constexpr size_t kSmallBuffer = size_t{2} << 20;  // small-pool segment, 2 MiB
+  static constexpr size_t kMinLargeAlloc = size_t{10} << 20;  // below this a large segment is carved
+  static constexpr size_t kRoundLarge = size_t{2} << 20;   // large segments are multiples of 2 MiB
+  static constexpr size_t kExtraLargeBuffer = size_t{1} << 30;  // segment unit with page_size:1g
+  static constexpr size_t kPadBytes = 32;                  // added to every request (910B and older)
+  static constexpr size_t kOneExabyte = size_t{1} << 60;
+
+  CachingAllocator(int device, DeviceMemory& memory, StreamUseTracker& tracker, const AllocatorConfig& config);
+  ~CachingAllocator();  // returns every segment to the DeviceMemory
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // 0 bytes gives nullptr. Throws OutOfMemoryError with the torch_npu text.
+  void* allocate(size_t bytes, StreamId stream);
+  // nullptr is ignored; an unknown pointer throws RuntimeError(kRtInvalidHandle).
+  void free(void* ptr);
+  // Marks `ptr` as used on `stream`: after free() it is not reused before the
+  // work submitted so far on `stream` completes.
+  void recordStream(void* ptr, StreamId stream);
+  // Size of the block holding the allocation `ptr` (the rounded size).
+  size_t allocationSize(void* ptr) const;
+
+  void emptyCache();
+  // Limits reserved memory to fraction * capacity; fraction must be in [0, 1].
+  void setMemoryFraction(double fraction);
+  double memoryFraction() const;
+
+  MemoryStats stats() const;
+  void resetPeakStats();
+  void resetAccumulatedStats();
+  std::vector<SegmentInfo> snapshot() const;
+  size_t reservedBytes() const;
+  size_t allocatedBytes() const;
+
+  int device() const noexcept { return device_; }
+  const AllocatorConfig& config() const noexcept { return config_; }
+
+  // The block size a request of `bytes` is given (padding and rounding).
+  static size_t roundSize(size_t bytes, const AllocatorConfig& config);
+  // The segment size carved for a rounded size, were no cached block to fit.
+  static size_t segmentSizeFor(size_t roundedSize, const AllocatorConfig& config);
+
+ private:
+  struct Impl;
+  const int device_;
+  const AllocatorConfig config_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// torch_npu's size formatter for messages: "512 bytes", "1.50 KiB",
+// "20.00 MiB", "60.97 GiB" (two decimals, binary units).
+std::string formatMemorySize(uint64_t bytes);
+
+}  // namespace npusim::runtime

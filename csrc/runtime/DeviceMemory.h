@@ -1,0 +1,53 @@
+// The "HBM" of one simulated device: host memory handed out in device-sized
+// pieces, with the device's capacity enforced.
+//
+// Each allocation is its own anonymous private mapping made with
+// MAP_NORESERVE, so the host commits only the pages a program touches and a
+// 64 GB simulated HBM works on a smaller host as long as little of it is
+// written. Freeing unmaps, so the host gets the pages back at once. Pointers
+// are page aligned (at least 4 KiB, so more than the 512 bytes aclrtMalloc
+// guarantees). All members are thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+
+namespace npusim::runtime {
+
+class DeviceMemory {
+ public:
+  DeviceMemory(int device, size_t capacityBytes);
+  ~DeviceMemory();  // unmaps whatever is still allocated
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // Returns nullptr (and changes nothing) when used() + bytes would exceed the
+  // capacity, or for 0 bytes; the caller decides whether that is an OOM.
+  // Throws RuntimeError(kRtMemoryAllocation, "aclrtMalloc") when the host
+  // refuses the mapping.
+  void* allocate(size_t bytes);
+
+  // `bytes` must be the size given to allocate(). Throws
+  // RuntimeError(kRtMemoryFree, "aclrtFree") for a pointer this object did not
+  // hand out or a wrong size; nullptr is ignored.
+  void free(void* ptr, size_t bytes);
+
+  int device() const noexcept { return device_; }
+  size_t capacity() const noexcept { return capacity_; }
+  size_t used() const noexcept { return used_.load(std::memory_order_relaxed); }
+  size_t freeBytes() const noexcept;
+  // True when `ptr` lies inside memory handed out by allocate() and not yet
+  // freed (for "which device owns this pointer").
+  bool contains(const void* ptr) const;
+
+ private:
+  const int device_;
+  const size_t capacity_;
+  std::atomic<size_t> used_{0};
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, size_t> mappings_;  // guarded by mutex_
+};
+
+}  // namespace npusim::runtime

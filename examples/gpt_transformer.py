@@ -1,0 +1,94 @@
+"""A small GPT-style transformer trained for a few steps on synthetic tokens.
+
+Runs on the simulated NPU by default (``--device npu``); ``--device cpu`` runs
+the same program on the CPU, and both print the same losses.
+"""
+
+import argparse
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, width: int, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        q, k, v = self.qkv(x).split(width, dim=2)
+        shape = (batch, length, self.heads, width // self.heads)
+        q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+        mask = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
+        scores = scores.masked_fill(~mask, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.proj(out.transpose(1, 2).reshape(batch, length, width))
+
+
+class Block(nn.Module):
+    def __init__(self, width: int, heads: int):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(width)
+        self.attention = CausalSelfAttention(width, heads)
+        self.ln2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+
+    def forward(self, x):
+        x = x + self.attention(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class SmallGPT(nn.Module):
+    def __init__(self, vocab: int = 512, width: int = 128, layers: int = 2, heads: int = 4, context: int = 64):
+        super().__init__()
+        self.token = nn.Embedding(vocab, width)
+        self.position = nn.Embedding(context, width)
+        self.blocks = nn.Sequential(*[Block(width, heads) for _ in range(layers)])
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        self.head.weight = self.token.weight  # tied embeddings, as in GPT-2
+
+    def forward(self, tokens):
+        positions = torch.arange(tokens.size(1), device=tokens.device)
+        x = self.token(tokens) + self.position(positions)
+        return self.head(self.ln(self.blocks(x)))
+
+
+def train(device: str = "npu", steps: int = 5, batch_size: int = 8, context: int = 64, seed: int = 0):
+    """Trains from a fixed seed and returns the loss of every step."""
+    torch.manual_seed(seed)
+    model = SmallGPT(context=context).to(device)
+    # foreach=True: the same optimizer implementation on both devices (PyTorch
+    # otherwise picks the foreach one on accelerators and a for-loop on CPU,
+    # which differ in the last bits).
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, foreach=True)
+    data = torch.Generator().manual_seed(seed + 1)
+    losses = []
+    for _ in range(steps):
+        tokens = torch.randint(0, 512, (batch_size, context + 1), generator=data).to(device)
+        optimizer.zero_grad()
+        logits = model(tokens[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--device", default="npu")
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    for step, loss in enumerate(train(args.device, args.steps)):
+        print(f"step {step}: loss {loss:.6f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The main job: set up, then train a small GPT-style transformer for a few
+# steps on the simulated NPU and print npusim's report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec npusim run examples/gpt_transformer.py "$@"
