@@ -13,8 +13,13 @@ namespace {
 
 using runtime::Runtime;
 
+// "npu" without an index means the current device.
+c10::DeviceIndex resolve(c10::DeviceIndex device) {
+  return device >= 0 ? device : static_cast<c10::DeviceIndex>(Runtime::instance().currentDevice());
+}
+
 c10::Stream makeStream(c10::DeviceIndex device, runtime::StreamId id) {
-  return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), id);
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, resolve(device)), id);
 }
 
 class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
@@ -41,14 +46,14 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   c10::Stream getStream(c10::Device device) const override {
-    return makeStream(device.index(), currentStream(device.index()));
+    return makeStream(device.index(), currentStream(resolve(device.index())));
   }
 
   c10::Stream getDefaultStream(c10::Device device) const override { return makeStream(device.index(), 0); }
 
   c10::Stream getStreamFromGlobalPool(c10::Device device, bool isHighPriority) const override {
     runtime::StreamId id = 0;
-    NPUSIM_TRANSLATE_ERRORS(id = Runtime::instance().timeline(device.index()).streamFromPool(isHighPriority));
+    NPUSIM_TRANSLATE_ERRORS(id = Runtime::instance().timeline(resolve(device.index())).streamFromPool(isHighPriority));
     return makeStream(device.index(), id);
   }
 
@@ -57,7 +62,7 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   c10::Stream exchangeStream(c10::Stream stream) const override {
-    const c10::DeviceIndex device = stream.device_index();
+    const c10::DeviceIndex device = resolve(stream.device_index());
     const c10::Stream previous = makeStream(device, currentStream(device));
     setCurrentStream(device, stream.id());
     return previous;
