@@ -108,6 +108,9 @@ Runtime::Runtime()
     capacity_ = parseByteSize(*hbm, "NPUSIM_HBM_SIZE");
   }
   for (auto& slot : deviceTable_) slot.store(nullptr, std::memory_order_relaxed);
+  // A malformed ASCEND_GLOBAL_LOG_LEVEL / ASCEND_SLOG_PRINT_TO_STDOUT is an
+  // error of the runtime's start, as on the real stack.
+  Plog::instance().validateConfiguration();
 }
 
 int Runtime::currentDevice() const noexcept { return tlsCurrentDevice; }

@@ -449,6 +449,7 @@ bool StatusPublisher::writeLocked(ProcessStatus status) {
   }
   lastWrite_ = std::chrono::steady_clock::now();
   hasWritten_ = true;
+  warned_ = false;  // warn again if writing fails after this success
   publishedPid_ = pid;
   publishedDirectory_ = std::move(directory);
   if (!exitHandlerRegistered_) {

@@ -113,7 +113,8 @@ class StatusPublisher {
   // the interval has passed, so callers should force (or flush) at quiescent
   // points such as a synchronize, so that the file is not left behind the
   // process's real state. Never throws: if the file cannot be written, one
-  // warning goes to stderr. Returns whether the file was written by this call.
+  // warning goes to stderr (once per run of failures). Returns whether the
+  // file was written by this call.
   bool publish(const ProcessStatus& status);
   bool publish(const ProcessStatus& status, bool force);
 
