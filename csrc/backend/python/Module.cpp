@@ -148,6 +148,23 @@ PYBIND11_MODULE(_C, m) {
           torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
           NPUSIM_TRANSLATE_ERRORS(runtime.setDevice(runtime.currentDevice()));
         }));
+  m.def("_is_initialized", []() {
+    try {
+      auto& runtime = Runtime::instance();
+      for (int d = 0; d < runtime.deviceCount(); ++d) {
+        if (runtime.isDeviceInitialized(d)) return true;
+      }
+    } catch (...) {
+    }
+    return false;
+  });
+  m.def("_is_device_initialized", [](int device) {
+    try {
+      return Runtime::instance().isDeviceInitialized(device);
+    } catch (...) {
+      return false;
+    }
+  });
   m.def("_is_in_bad_fork", []() { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
   m.def("_set_interactive", [](bool interactive) { setInteractiveSession(interactive); });
   m.def("_get_device", torch::wrap_pybind_function([]() { return rt().currentDevice(); }));
@@ -249,7 +266,7 @@ PYBIND11_MODULE(_C, m) {
           auto& runtime = rt();
           void* raw = reinterpret_cast<void*>(ptr);
           for (int d = 0; d < runtime.deviceCount(); ++d) {
-            if (runtime.isDeviceInitialized(d) && runtime.allocator(d).allocationSize(raw) > 0) {
+            if (runtime.isDeviceInitialized(d) && runtime.memory(d).contains(raw)) {
               NPUSIM_TRANSLATE_ERRORS(runtime.allocator(d).free(raw));
               return;
             }

@@ -1,0 +1,141 @@
+// Every constant of the cost model, with the public figure it rests on.
+//
+// Section numbers (§) refer to shared/reference/ascend-hardware.md. Tags as
+// there: [S] secondary source, [U] unverified, [D] derived, [I] inferred by
+// npusim (an assumption, stated so it can be replaced by a measurement).
+// Chip-specific numbers (cores, clocks, bandwidths) come from the chip files
+// through runtime::ChipSpec, not from here.
+#pragma once
+
+#include <cstdint>
+
+namespace npusim::perf::calibration {
+
+// ---------------------------------------------------------------- Cube unit
+// Base tile of one AI Cube core: a 128x256 fp32 accumulator is 128 KB, the
+// whole L0C of a 910B AIC (§1 per-AIC buffers); K advances 64 at a time so
+// that A (128x64 fp16, 16 KB) and B (64x256, 32 KB) double-buffer in the
+// 64 KB L0A / L0B.
+inline constexpr int64_t kBaseTileM = 128;
+inline constexpr int64_t kBaseTileN = 256;
+inline constexpr int64_t kBaseTileK = 64;
+// Cube fractal: M, N, K padded to 16 (§6.5); int8 K to 32 (16x32x16, §2.2).
+inline constexpr int64_t kFractal = 16;
+inline constexpr int64_t kInt8FractalK = 32;
+// Issue cost of one MMAD instruction beyond its m*k*n/MACs cycles: msKPP
+// measures 3 (back-to-back) to 24 (isolated) cycles (§2.3); 5 is the value
+// the fit of the §3.3 sweep picks inside that range.
+inline constexpr double kMmadIssueCycles = 5.0;
+// The accumulator leaves L0C through the fixpipe at 128 B/cycle (L0C->GM,
+// §2.3). With one L0C buffer the drain does not overlap the next tile.
+inline constexpr double kFixpipeBytesPerCycle = 128.0;
+inline constexpr double kAccumulatorBytes = 4.0;  // fp32 (int32 for int8)
+// Fixed cost of one Cube kernel (launch, tiling, first loads, last drain):
+// fitted on the §3.3 sweep, where 1024^3 at 98 TFLOPS is dominated by it;
+// consistent with the "~10 us fixed launch/sync overhead" of the A3 study
+// (§2.4) and §6.3's 5-10 us per kernel.
+inline constexpr double kCubeKernelOverheadNs = 11'500.0;
+// Beyond the L2 (192 MB on 910B2), operand panels are re-read from HBM: the
+// §3.3 decline from 314.5 TFLOPS (4096^3, 96 MB of operands) to 305 (8192^3)
+// and 275 (10240^3) fits time x (1 + 0.12 x (working set / L2 - 1)) for
+// square problems; scaled by how balanced A and B are (a small operand stays
+// resident, so a streamed one is read once).
+inline constexpr double kL2OverflowSlope = 0.12;
+// Fit quality of the constants above against §3.3 (estimate vs measured):
+// 1K +0.4%, 2K -2.3%, 4K +2.0%, 8K -0.1%, 10K -0.3%, fp32 4K -0.2%.
+//
+// HF32 (torch_npu allow_hf32): fp32 operands rounded to a 10-bit mantissa and
+// multiplied on the Cube. No public throughput figure; taken as half the
+// fp16 rate [I] by analogy with the fractal (fp32/HF32 use K0=8 where fp16
+// uses 16, so half the MACs per cycle) and with TF32 on the A100 (half its
+// fp16 tensor rate). fp32 itself runs at the chip's cube_fp32_rate (~1/4,
+// measured 84.5-87 TFLOPS, §3.3).
+inline constexpr double kHf32RateOfFp16 = 0.5;
+// Split-K keeps at least this many K steps per core (below it the partial
+// sums cost more than the parallelism gains).
+inline constexpr int64_t kMinKStepsPerSplit = 4;
+
+// ------------------------------------------------------------- Vector unit
+// Minimum device time of any kernel: §6.3 working value "~5-10 us per
+// kernel on device"; a vector kernel pays it on top of its work.
+inline constexpr double kKernelFloorNs = 5'000.0;
+// One vector repeat is 256 B (128 fp16 / 64 fp32 elements); binary ops take
+// 2 cycles per repeat, unary and scalar-operand ops 1 (§2.3, msKPP).
+inline constexpr double kBinaryCyclesPerRepeat = 2.0;
+// Vector instructions (binary-op equivalents) per output element, by kind
+// [I]: an add is one; transcendental functions are sequences of several
+// (msKPP: VMLA 6 cycles/repeat, VREDUCEV2 ~14, §2.3).
+inline constexpr double kOpsElementwise = 1.0;
+inline constexpr double kOpsActivation = 8.0;
+inline constexpr double kOpsReduction = 1.5;
+inline constexpr double kOpsNormalization = 6.0;
+inline constexpr double kOpsSoftmax = 8.0;
+inline constexpr double kOpsPooling = 1.0;  // per input element (one compare/add per window tap)
+inline constexpr double kOpsRandom = 12.0;  // Philox rounds
+inline constexpr double kOpsOptimizer = 16.0;  // Adam: moments, bias correction, sqrt, divide
+inline constexpr double kOpsIndexing = 2.0;
+// Non-unit-stride reads (transposes, strided views) and gathers use short
+// bursts; msKPP shows per-core DMA needs long bursts to reach bandwidth
+// (§2.3: 7.9 GB/s at 1 burst vs ~187 GB/s at 192). Taken as half of the
+// streaming bandwidth [I].
+inline constexpr double kStridedBandwidthFraction = 0.5;
+// A separate TransData kernel pads an ND operand whose contiguous dimension is
+// not a multiple of 16 elements into the fractal format (§6.2): one read and
+// one write of the operand.
+// bf16 arithmetic on the A2 vector unit goes through fp32 [I]: bf16 is
+// priced at the fp32 element rate.
+
+// Fused attention (FlashAttention-style: scores stay on chip). Vector work
+// per score element: scale, row max, subtract, exp, row sum, cast, and the
+// rescale of the running output, ~10 binary-op equivalents in fp32 [I]. The
+// backward recomputes the scores and forms dS: 2x the vector work; its Cube
+// work is 5 matmuls against the forward's 2 (2.5x).
+inline constexpr double kFlashOpsPerScore = 10.0;
+inline constexpr double kFlashBackwardVectorFactor = 2.0;
+inline constexpr double kFlashBackwardCubeFactor = 2.5;
+
+// ------------------------------------------------------------------ AI CPU
+// AI CPU kernels run on the SoC's ARM cores (ai_cpu_cnt 6-7, §2.2), "orders
+// of magnitude slower with extra scheduling latency" (§6.1). Chosen [I]:
+// 50 us per kernel for scheduling and the stream synchronisation it entails
+// (low end of §6.3's 50-150 us host-device sync), then 2 GB/s and 2 GFLOP/s
+// per AI CPU core (scalar code on embedded ARM cores), all cores used.
+inline constexpr double kAiCpuLaunchNs = 50'000.0;
+inline constexpr double kAiCpuBytesPerSecondPerCore = 2e9;
+inline constexpr double kAiCpuFlopsPerSecondPerCore = 2e9;
+
+// ------------------------------------------------------------ CPU fallback
+// An operator the real stack does not support runs on the host: inputs
+// copied to the host, the CPU kernel, outputs copied back (torch_npu's
+// fallback). Host compute [I]: 10 GB/s streaming and 50 GFLOP/s (a few
+// aarch64 cores of the Atlas 800T A2 host running ATen's CPU kernels), plus
+// 20 us for the fallback path itself (the warning check, CPU dispatch).
+inline constexpr double kHostBytesPerSecond = 10e9;
+inline constexpr double kHostFlopsPerSecond = 50e9;
+inline constexpr double kCpuFallbackOverheadNs = 20'000.0;
+
+// -------------------------------------------------------------------- PCIe
+// Host<->device copies over PCIe 4.0 x16 (pcie_bandwidth_gbps, 32 GB/s per
+// direction theoretical). Pinned memory is DMA'd directly: 80% of the link
+// (25.6 GB/s; §5 quotes "PCIe ~28 GB/s") after 8 us of setup and completion.
+// Pageable memory is staged through a pinned bounce buffer by a host memcpy:
+// 40% of the link (12.8 GB/s) after 15 us [I] (the same ratio as CUDA's
+// pageable vs pinned copies).
+inline constexpr double kPinnedPcieFraction = 0.80;
+inline constexpr double kPageablePcieFraction = 0.40;
+inline constexpr double kPinnedCopyLatencyNs = 8'000.0;
+inline constexpr double kPageableCopyLatencyNs = 15'000.0;
+
+// ---------------------------------------------------------- Host dispatch
+// Host time of launching one operator in eager mode (§6.3: "host eager
+// dispatch ~15-40 us per op"; GPU comparison 3-7 us). TASK_QUEUE_ENABLE=0
+// launches synchronously on the calling thread (upper part of the range);
+// 1 (default) hands the launch to the task queue's second thread; 2 also
+// moves part of the first stage there (torch_npu recommends it) [I].
+inline constexpr double kDispatchSynchronousNs = 35'000.0;
+inline constexpr double kDispatchTaskQueueNs = 20'000.0;
+inline constexpr double kDispatchTaskQueueLevel2Ns = 16'000.0;
+// A view or metadata-only operator launches nothing: ATen's own overhead.
+inline constexpr double kDispatchViewNs = 3'000.0;
+
+}  // namespace npusim::perf::calibration

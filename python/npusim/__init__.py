@@ -1,0 +1,173 @@
+"""npusim: a software-simulated Ascend NPU for PyTorch.
+
+npusim registers a simulated Huawei Ascend NPU as PyTorch's ``npu`` device (the PrivateUse1
+backend, the way torch_npu does it). Operators run with real numerics on the host CPU, while a
+model of the chip (910B2 by default) accounts device memory and simulated time.
+
+How it plugs in
+---------------
+- ``import torch`` loads npusim through PyTorch's ``torch.backends`` entry point
+  (:func:`_autoload`); ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns that off, and ``import npusim``
+  then loads it explicitly. Loading is cheap: the runtime and its devices initialize lazily,
+  on the first call that needs them.
+- Loading renames PrivateUse1 to ``npu``, registers :mod:`npusim.npu` as ``torch.npu``,
+  generates ``Tensor.npu()`` / ``Tensor.is_npu`` / ``Module.npu()`` and the storage methods
+  (quantized dtypes refused), and aliases ``ProfilerActivity.NPU``.
+- torch_npu compatibility: an import hook (:mod:`npusim._compat_finder`, at the front of
+  ``sys.meta_path``) serves ``import torch_npu`` from ``npusim/_torch_npu_compat/``, with
+  ``torch_npu.npu`` being the very ``torch.npu`` module and
+  ``torch_npu.contrib.transfer_to_npu`` patching CUDA code to run on ``npu``
+  (:mod:`npusim._transfer_to_npu`; also ``TORCH_TRANSFER_TO_NPU=1``). The hook exists only
+  in a process where npusim loaded; with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``, ``import npusim``
+  before ``import torch_npu``.
+- npusim never runs next to a real torch_npu: if the distribution ``torch-npu`` (or a
+  ``torch_npu`` package on ``sys.path``) is installed, importing npusim raises ImportError
+  and npusim stays off. As torch_npu does, npusim also refuses to load into a PyTorch
+  built for another accelerator (CUDA, ROCm, XPU, ...).
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.metadata
+import os
+import sys
+
+__all__ = ["npu"]
+
+_REGISTERED = False
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusing to run next to a real torch_npu
+
+
+def _is_npusim_distribution(dist: importlib.metadata.Distribution) -> bool:
+    """Whether a distribution named torch-npu is npusim's own alias (and not the real one)."""
+    version = dist.version or ""
+    if "npusim" in version:
+        return True
+    metadata = dist.metadata
+    if "npusim" in (metadata.get("Summary") or "").lower():
+        return True
+    for requirement in dist.requires or []:
+        if requirement.split(";")[0].strip().lower().startswith("npusim"):
+            return True
+    return False
+
+
+def _real_torch_npu() -> str | None:
+    """A description of a real torch_npu visible to this interpreter, or None."""
+    loaded = sys.modules.get("torch_npu")
+    if loaded is not None:
+        origin = str(getattr(loaded, "__file__", "") or "")
+        if not origin.startswith(os.path.dirname(os.path.abspath(__file__))):
+            return f"torch_npu (already imported from {origin or '?'})"
+    try:
+        dist = importlib.metadata.distribution("torch-npu")
+    except importlib.metadata.PackageNotFoundError:
+        dist = None
+    if dist is not None and not _is_npusim_distribution(dist):
+        return f"torch-npu {dist.version}"
+    spec = importlib.machinery.PathFinder.find_spec("torch_npu")
+    if spec is not None and dist is None:
+        location = spec.origin or (list(spec.submodule_search_locations or []) or ["?"])[0]
+        return f"torch_npu (package at {location})"
+    return None
+
+
+def _refuse_next_to_torch_npu() -> None:
+    found = _real_torch_npu()
+    if found is None:
+        return
+    raise ImportError(
+        f"npusim cannot run next to a real torch_npu: {found} is installed in this environment, "
+        "and both would register the 'npu' device. npusim stays off. Choose one: uninstall "
+        "torch-npu (`pip uninstall torch-npu`) to use the simulated NPU, or uninstall npusim "
+        "(`pip uninstall npusim`) to use the real one. To keep both installed, set "
+        "TORCH_DEVICE_BACKEND_AUTOLOAD=0 so that `import torch` loads neither, and import the "
+        "real one with `import torch_npu`."
+    )
+
+
+def _check_device_conflict() -> None:
+    """The accelerator check of torch_npu (contract §2), with the same text."""
+    import torch
+
+    from npusim._error_code import ErrCode, pta_error
+
+    accelerator = torch._C._get_accelerator()
+    name = accelerator.type if hasattr(accelerator, "type") else str(accelerator)
+    if name not in ("cpu", "npu", "privateuseone"):
+        raise RuntimeError(
+            f"Two accelerators cannot be used at the same time in PyTorch: npu and {name}. "
+            "You can install the cpu version of PyTorch to use your npu device, or use the "
+            f"{name} device with 'export TORCH_DEVICE_BACKEND_AUTOLOAD=0'." + pta_error(ErrCode.NOT_SUPPORT)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration
+
+
+def _register_backend() -> None:
+    import torch
+    import torch.utils.backend_registration as backend_registration
+
+    from npusim import _C  # loads the C++ backend: guard, hooks, allocator, kernels
+    from npusim._error_code import is_interactive_session
+
+    # The C++ errors leave out the error-code suffix in an interactive session, as torch_npu's.
+    _C._set_interactive(is_interactive_session())
+
+    if backend_registration._privateuse1_backend_name != "npu":
+        # Also aliases ProfilerActivity.NPU and DeviceType.NPU.
+        torch.utils.rename_privateuse1_backend("npu")
+
+    import npusim.npu as npu_module
+
+    if not hasattr(torch, "npu"):
+        torch._register_device_module("npu", npu_module)
+
+    if not hasattr(torch.Tensor, "is_npu"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True,
+            for_module=True,
+            for_storage=True,
+            unsupported_dtype=[torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32, torch.qint8],
+        )
+
+    from torch._C._profiler import ProfilerActivity
+
+    if not hasattr(ProfilerActivity, "NPU"):
+        ProfilerActivity.NPU = ProfilerActivity.PrivateUse1
+
+
+def _load() -> None:
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    _refuse_next_to_torch_npu()
+    _check_device_conflict()
+    _register_backend()
+    from npusim import _compat_finder
+
+    _compat_finder.install()
+    _REGISTERED = True
+
+
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group, run by ``import torch``.
+
+    Importing npusim already did the work (registration, ``TORCH_TRANSFER_TO_NPU``); PyTorch's
+    loader imports the module before it calls this.
+    """
+    _load()
+
+
+_load()
+
+from npusim import npu  # noqa: E402  (torch.npu)
+from npusim import _transfer_to_npu  # noqa: E402
+
+_transfer_to_npu.apply_from_environment()

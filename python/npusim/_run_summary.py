@@ -1,0 +1,117 @@
+"""What ``npusim run`` prints after a program: devices used, operators, memory peaks, time.
+
+:func:`collect` reads the state of the simulated devices into a :class:`RunSummary` (without
+starting the runtime if the program never did); :func:`format_summary` renders it as a few
+lines for stderr.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["DeviceUse", "RunSummary", "collect", "format_summary", "format_bytes"]
+
+
+@dataclasses.dataclass
+class DeviceUse:
+    index: int
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+    device_time_ns: int
+    busy_ns: int
+
+
+@dataclasses.dataclass
+class RunSummary:
+    chip: str = ""
+    device_count: int = 0
+    runtime_initialized: bool = False
+    devices: list[DeviceUse] = dataclasses.field(default_factory=list)
+    operator_calls: int = 0
+    operator_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    host_time_ns: int = 0
+
+    def top_operators(self, count: int = 5) -> list[tuple[str, int]]:
+        ranked = sorted(self.operator_counts.items(), key=lambda item: (-item[1], item[0]))
+        return ranked[:count]
+
+
+def format_bytes(size: int) -> str:
+    """A byte count with a binary unit and two decimals, as in the OOM message."""
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.2f} {unit}"
+        value /= 1024
+    return f"{size} bytes"
+
+
+def _first_stat(stats: dict[str, Any], name: str, metric: str) -> int:
+    value = stats.get(name)
+    if isinstance(value, (list, tuple)) and value:
+        return int(value[0].get(metric, 0))
+    return 0
+
+
+def collect() -> RunSummary:
+    """Read the simulated devices' state now."""
+    from npusim import _C
+
+    summary = RunSummary(device_count=int(_C._device_count()))
+    try:
+        summary.chip = str(_C._chip_info().get("soc_name", ""))
+    except Exception:
+        summary.chip = ""
+    try:
+        counts = {str(name): int(calls) for name, calls in dict(_C._operator_counts()).items() if int(calls) > 0}
+    except Exception:
+        counts = {}
+    summary.operator_counts = counts
+    summary.operator_calls = sum(counts.values())
+    from npusim.npu._lazy import _runtime_initialized
+
+    summary.runtime_initialized = _runtime_initialized()
+    if not summary.runtime_initialized:
+        return summary
+    for index in range(summary.device_count):
+        try:
+            stats = _C._memory_stats(index)
+            timeline = _C._timeline_info(index)
+        except Exception:
+            continue
+        peak_allocated = _first_stat(stats, "allocated_bytes", "peak")
+        peak_reserved = _first_stat(stats, "reserved_bytes", "peak")
+        allocations = _first_stat(stats, "allocation", "allocated")
+        device_ns = int(timeline.get("device_ns", 0))
+        busy_ns = int(timeline.get("busy_ns", 0))
+        summary.host_time_ns = max(summary.host_time_ns, int(timeline.get("host_ns", 0)))
+        if allocations or peak_reserved or busy_ns:
+            summary.devices.append(DeviceUse(index, peak_allocated, peak_reserved, device_ns, busy_ns))
+    return summary
+
+
+def _milliseconds(ns: int) -> str:
+    return f"{ns / 1e6:.3f} ms"
+
+
+def format_summary(summary: RunSummary, program: str, exit_code: int) -> str:
+    """The summary as lines prefixed with ``[npusim]``, ending with a newline."""
+    lines = [f"run summary: {program} (exit code {exit_code})"]
+    chip = summary.chip or "unknown chip"
+    used = ", ".join(f"npu:{d.index}" for d in summary.devices) or "none"
+    lines.append(f"  devices: {summary.device_count} x {chip} simulated; used: {used}")
+    if summary.operator_calls:
+        top = ", ".join(f"{name} {calls}" for name, calls in summary.top_operators())
+        lines.append(
+            f"  operators: {summary.operator_calls} calls of {len(summary.operator_counts)} operators; top: {top}"
+        )
+    else:
+        lines.append("  operators: none ran on npu")
+    for device in summary.devices:
+        lines.append(
+            f"  npu:{device.index}: memory peak {format_bytes(device.peak_allocated_bytes)} allocated, "
+            f"{format_bytes(device.peak_reserved_bytes)} reserved; simulated device time "
+            f"{_milliseconds(device.device_time_ns)} (busy {_milliseconds(device.busy_ns)})"
+        )
+    return "".join(f"[npusim] {line}\n" for line in lines)

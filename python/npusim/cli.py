@@ -1,0 +1,225 @@
+"""The ``npusim`` command.
+
+Subcommands:
+
+- ``npusim run SCRIPT [ARGS...]`` (or ``npusim run -m MODULE [ARGS...]``): run a Python program
+  as ``python SCRIPT ARGS`` would (``sys.argv``, ``__main__``, ``sys.path[0]``), with the
+  simulated NPU registered and ``import torch_npu`` served by npusim; then print a short
+  summary to stderr (devices used, operators run, device memory peaks, simulated device time)
+  and exit with the program's exit code.
+- ``npusim devices``: list the simulated devices and their chip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+import traceback
+from typing import Sequence
+
+__all__ = ["main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="npusim",
+        description="A software-simulated Ascend NPU for PyTorch.",
+    )
+    subcommands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subcommands.required = True
+
+    run = subcommands.add_parser(
+        "run",
+        help="run a Python program on the simulated NPU and summarize what it did",
+        description="Run SCRIPT with ARGS like `python SCRIPT ARGS`, with the simulated NPU and "
+        "torch_npu compatibility active, then print a summary to stderr.",
+    )
+    run.add_argument("--no-summary", action="store_true", help="do not print the summary")
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script (like python -m)")
+    run.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python program")
+    run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its arguments")
+    run.set_defaults(handler=_command_run)
+
+    devices = subcommands.add_parser(
+        "devices",
+        help="list the simulated devices and their chip",
+        description="List the simulated NPUs that this configuration gives, and the chip.",
+    )
+    devices.set_defaults(handler=_command_devices)
+    return parser
+
+
+# ---------------------------------------------------------------------------------------------
+# npusim run
+
+
+def _exit_code_of(exit: SystemExit) -> int:
+    code = exit.code
+    if code is None:
+        return 0
+    if isinstance(code, bool):
+        return int(code)
+    if isinstance(code, int):
+        return code & 0xFF if code >= 0 else code
+    # A message: Python prints it and exits with 1.
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_program_exception(program_file: str | None) -> None:
+    """Print the traceback as Python would for an uncaught exception, without npusim's and
+    runpy's frames."""
+    exc_type, exc_value, tb = sys.exc_info()
+    if program_file is not None:
+        target = os.path.abspath(program_file)
+        walk = tb
+        while walk is not None and os.path.abspath(walk.tb_frame.f_code.co_filename) != target:
+            walk = walk.tb_next
+        if walk is not None:
+            tb = walk
+    if exc_value is not None:
+        exc_value = exc_value.with_traceback(tb)
+    try:
+        sys.excepthook(exc_type, exc_value, tb)
+    except Exception:
+        traceback.print_exception(exc_type, exc_value, tb)
+
+
+def _run_program(args: argparse.Namespace) -> int:
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    try:
+        return _run_program_unrestored(args)
+    finally:
+        # Restored for callers that run programs in-process (tests, later subcommands).
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+
+
+def _run_program_unrestored(args: argparse.Namespace) -> int:
+    program_file: str | None = None
+    if args.module:
+        sys.argv = [args.module, *([args.script] if args.script else []), *args.args]
+        # As `python -m`: the current folder comes first on sys.path.
+        if sys.path:
+            sys.path[0] = os.getcwd()
+        else:
+            sys.path.insert(0, os.getcwd())
+        runner = lambda: runpy.run_module(args.module, run_name="__main__", alter_sys=True)  # noqa: E731
+    else:
+        program_file = args.script
+        sys.argv = [program_file, *args.args]
+        # As `python SCRIPT`: the script's folder comes first on sys.path.
+        script_dir = os.path.dirname(os.path.abspath(program_file))
+        if sys.path:
+            sys.path[0] = script_dir
+        else:
+            sys.path.insert(0, script_dir)
+        runner = lambda: runpy.run_path(program_file, run_name="__main__")  # noqa: E731
+    try:
+        runner()
+    except SystemExit as exit:
+        return _exit_code_of(exit)
+    except KeyboardInterrupt:
+        _print_program_exception(program_file)
+        return 130
+    except BaseException:
+        _print_program_exception(program_file)
+        return 1
+    return 0
+
+
+def _command_run(args: argparse.Namespace) -> int:
+    if not args.module and not args.script:
+        print("npusim run: give a SCRIPT (or -m MODULE) to run", file=sys.stderr)
+        return 2
+    if not args.module and not os.path.exists(args.script):
+        print(f"npusim run: can't open file '{args.script}': No such file or directory", file=sys.stderr)
+        return 2
+    import npusim  # noqa: F401  (registers npu, serves torch_npu)
+    from npusim import _C
+
+    try:
+        _C._reset_operator_counts()
+    except Exception:
+        pass
+    program = args.module and f"-m {args.module}" or args.script
+    exit_code = _run_program(args)
+    if not args.no_summary:
+        try:
+            sys.stdout.flush()
+        except Exception:
+            pass
+        from npusim import _run_summary
+
+        try:
+            text = _run_summary.format_summary(_run_summary.collect(), program, exit_code)
+        except Exception as error:  # the summary must never hide the program's outcome
+            text = f"[npusim] no summary: {type(error).__name__}: {error}\n"
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    return exit_code
+
+
+# ---------------------------------------------------------------------------------------------
+# npusim devices
+
+
+def _command_devices(args: argparse.Namespace) -> int:
+    import torch
+
+    import npusim  # noqa: F401
+    from npusim import _C
+    from npusim._run_summary import format_bytes
+
+    count = torch.npu.device_count()
+    if count == 0:
+        try:
+            torch.npu.init()
+        except Exception as error:
+            print(f"npusim: no simulated NPU: {error}", file=sys.stderr)
+            return 1
+        print("npusim: no simulated NPU is configured (device count 0)", file=sys.stderr)
+        return 1
+    try:
+        chip = dict(_C._chip_info())
+    except Exception as error:
+        print(f"npusim: {error}", file=sys.stderr)
+        return 1
+    print(
+        f"Chip: {chip.get('soc_name', '?')} (npu-smi name {chip.get('npu_smi_name', '?')}): "
+        f"{chip.get('cube_cores', '?')} AI Cores (cube), {chip.get('vector_cores', '?')} vector cores, "
+        f"{chip.get('ai_cpu_cores', '?')} AI CPUs, {chip.get('cube_frequency_mhz', '?')} MHz"
+    )
+    hbm = chip.get("hbm_bytes")
+    usable = chip.get("total_memory_bytes")
+    print(
+        f"Memory: HBM {format_bytes(int(hbm)) if hbm else '?'} at {chip.get('hbm_bandwidth_gbps', '?')} GB/s, "
+        f"{format_bytes(int(usable)) if usable else '?'} usable by PyTorch; "
+        f"L2 cache {format_bytes(int(chip['l2_cache_bytes'])) if chip.get('l2_cache_bytes') else '?'}"
+    )
+    print(f"Devices: {count}")
+    for index in range(count):
+        try:
+            properties = torch.npu.get_device_properties(index)
+        except Exception as error:
+            print(f"  npu:{index}  error: {error}")
+            continue
+        print(
+            f"  npu:{index}  {properties.name}  {format_bytes(properties.total_memory)}  "
+            f"physical id {properties.physical_id}  uuid {properties.uuid}"
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``npusim`` command with ``argv`` (``sys.argv[1:]`` by default); return the exit
+    code."""
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

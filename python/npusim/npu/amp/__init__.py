@@ -1,0 +1,10 @@
+"""``torch.npu.amp``: automatic mixed precision on the simulated NPU, as in torch_npu.
+
+The autocast cast lists are registered in C++ on the ``AutocastPrivateUse1`` key; these classes
+only bind PyTorch's device-generic autocast and gradient scaler to the ``npu`` device.
+"""
+
+from npusim.npu.amp.autocast_mode import autocast, custom_bwd, custom_fwd
+from npusim.npu.amp.grad_scaler import GradScaler
+
+__all__ = ["autocast", "custom_fwd", "custom_bwd", "GradScaler"]

@@ -1,0 +1,275 @@
+"""Streams and events of ``torch.npu``.
+
+``Stream`` and ``Event`` subclass PyTorch's generic ``torch.Stream`` and ``torch.Event``: the
+C++ device guard of npusim carries out query, synchronize, wait and timing on the simulated
+timeline, so ``Event.elapsed_time`` answers in simulated milliseconds (how long the work would
+take on the modelled chip), not in host time.
+
+A stream is identified by its c10 stream id; ``Stream.npu_stream`` is that id (torch_npu gives
+the raw ``aclrtStream`` pointer there; npusim has none), and ``ExternalStream`` wraps such an id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from npusim import _C
+from npusim.npu._lazy import _lazy_init
+from npusim.npu.devices import _get_device_index, current_device, device as _device_context, set_device
+
+__all__ = [
+    "Stream",
+    "Event",
+    "ExternalStream",
+    "StreamContext",
+    "current_stream",
+    "default_stream",
+    "set_stream",
+    "stream",
+]
+
+# c10::DeviceType::PrivateUse1
+_PRIVATEUSE1 = int(torch._C._autograd.DeviceType.PrivateUse1)
+
+
+class Stream(torch.Stream):
+    r"""Wrapper around an NPU stream.
+
+    A stream is an in-order queue of work on one device, independent of other streams.
+
+    Args:
+        device (torch.device, str or int, optional): the device of the stream; the current
+            device if ``None`` (default) or a negative integer.
+        priority (int, optional): priority of the stream, 0 (default) or negative; negative
+            numbers mean high priority.
+    """
+
+    def __new__(cls, device: Any = None, priority: int = 0, **kwargs):
+        if "stream_id" in kwargs:
+            # Wrapping an existing stream: Stream(stream_id=, device_index=, device_type=).
+            kwargs.setdefault("device_type", _PRIVATEUSE1)
+            return super().__new__(cls, **kwargs)
+        if kwargs:
+            raise TypeError(f"Stream() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise TypeError(f"priority must be an int, but got {type(priority).__name__}")
+        _lazy_init()
+        with _device_context(device):
+            index = current_device()
+            stream_id = _C._stream_from_pool(index, priority < 0)
+        return super().__new__(cls, stream_id=stream_id, device_index=index, device_type=_PRIVATEUSE1)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    @property
+    def npu_stream(self) -> int:
+        """The stream's id (an int naming the stream on its device)."""
+        return self.stream_id
+
+    @property
+    def priority(self) -> int:
+        """0 for a normal stream, -1 for a high-priority one."""
+        return int(_C._stream_priority(self.device_index, self.stream_id))
+
+    def wait_event(self, event: torch.Event) -> None:
+        r"""Make all future work submitted to this stream wait for ``event``.
+
+        Returns at once: only later work on the stream is affected.
+        """
+        event.wait(self)
+
+    def wait_stream(self, stream: torch.Stream) -> None:
+        r"""Make all future work submitted to this stream wait for the work queued on ``stream``
+        so far."""
+        self.wait_event(_as_npu_stream(stream).record_event())
+
+    def record_event(self, event: torch.Event | None = None) -> "Event":
+        r"""Record an event on this stream (a new one if ``event`` is None) and return it."""
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
+    def query(self) -> bool:
+        r"""Return whether all work submitted to this stream has completed."""
+        return super().query()
+
+    def synchronize(self) -> None:
+        r"""Wait until all work submitted to this stream has completed."""
+        super().synchronize()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, torch.Stream):
+            return (
+                self.stream_id == other.stream_id
+                and self.device_index == other.device_index
+                and self.device_type == other.device_type
+            )
+        return False
+
+    def __hash__(self) -> int:
+        return hash((self.stream_id, self.device_index, self.device_type))
+
+    def __repr__(self) -> str:
+        return f"<torch_npu.npu.Stream device={self.device} npu_stream={self.npu_stream:#x}>"
+
+
+class ExternalStream(Stream):
+    r"""Wrapper around an NPU stream created elsewhere, named by its id (``Stream.npu_stream``).
+
+    Args:
+        stream_ptr (int): the stream id.
+        device (torch.device, str or int, optional): the device of the stream; the current
+            device if ``None``.
+    """
+
+    def __new__(cls, stream_ptr: int, device: Any = None, **kwargs: Any):
+        _lazy_init()
+        with _device_context(device):
+            index = current_device()
+        return super().__new__(cls, stream_id=int(stream_ptr), device_index=index, device_type=_PRIVATEUSE1)
+
+
+def _as_npu_stream(value: torch.Stream) -> Stream:
+    if isinstance(value, Stream):
+        return value
+    if isinstance(value, torch.Stream):
+        return Stream(stream_id=value.stream_id, device_index=value.device_index, device_type=value.device_type)
+    raise TypeError(f"Expected a torch.npu.Stream, but got: {type(value).__name__}")
+
+
+class Event(torch.Event):
+    r"""Wrapper around an NPU event: a marker in a stream, to synchronize streams and to time work.
+
+    The event is created lazily, when it is first recorded. Timing is on the simulated
+    timeline: ``elapsed_time`` gives the simulated milliseconds between two events.
+
+    Args:
+        enable_timing (bool, optional): whether the event measures time (default: ``False``)
+        blocking (bool, optional): if ``True``, :meth:`wait` blocks (default: ``False``)
+        interprocess (bool): if ``True``, the event can be shared between processes
+            (default: ``False``)
+    """
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        self = super().__new__(
+            cls,
+            device=torch.device("npu"),
+            enable_timing=enable_timing,
+            blocking=blocking,
+            interprocess=interprocess,
+        )
+        # PyTorch's Event.elapsed_time accepts only an exact torch.Event as its argument
+        # (Py_TYPE(other) == THPEventClass), never a subclass such as this one. Each npu Event
+        # therefore keeps a plain twin, recorded together with it at the same point of the same
+        # stream, that stands in for it as the argument of elapsed_time.
+        self._twin = torch.Event(
+            device=torch.device("npu"), enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+        )
+        return self
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    @property
+    def npu_event(self) -> int:
+        return self.event_id
+
+    def record(self, stream: torch.Stream | None = None) -> None:
+        r"""Record the event in ``stream`` (the current stream by default)."""
+        if stream is None:
+            stream = current_stream()
+        super().record(stream)
+        self._twin.record(stream)
+
+    def wait(self, stream: torch.Stream | None = None) -> None:
+        r"""Make all future work submitted to ``stream`` (the current stream by default) wait for
+        this event."""
+        if stream is None:
+            stream = current_stream()
+        super().wait(stream)
+
+    def query(self) -> bool:
+        r"""Return whether all work captured by the event has completed."""
+        return super().query()
+
+    def elapsed_time(self, end_event: torch.Event) -> float:
+        r"""Return the simulated time in milliseconds between this event and ``end_event``."""
+        twin = getattr(end_event, "_twin", None)
+        return super().elapsed_time(twin if isinstance(end_event, Event) and twin is not None else end_event)
+
+    def synchronize(self) -> None:
+        r"""Wait until all work captured by the event has completed."""
+        super().synchronize()
+
+    def __repr__(self) -> str:
+        if self.event_id:
+            return f"<torch_npu.npu.Event {self.event_id:#x}>"
+        return "<torch_npu.npu.Event uninitialized>"
+
+
+def set_stream(stream: torch.Stream | None) -> None:
+    r"""Make ``stream`` the current stream of its device, and its device the current device.
+
+    Prefer the :func:`stream` context manager. A ``None`` stream is a no-op.
+    """
+    if stream is None:
+        return
+    _lazy_init()
+    if stream.device_index != current_device():
+        set_device(stream.device_index)
+    _C._set_stream(stream.device_index, stream.stream_id)
+
+
+def current_stream(device: Any = None) -> Stream:
+    r"""Return the current stream of a device (the current device by default)."""
+    _lazy_init()
+    index = _get_device_index(device, optional=True)
+    return Stream(stream_id=_C._current_stream(index), device_index=index, device_type=_PRIVATEUSE1)
+
+
+def default_stream(device: Any = None) -> Stream:
+    r"""Return the default stream of a device (the current device by default)."""
+    _lazy_init()
+    index = _get_device_index(device, optional=True)
+    return Stream(stream_id=_C._default_stream(index), device_index=index, device_type=_PRIVATEUSE1)
+
+
+class StreamContext:
+    r"""Context manager that selects a stream (and its device) and restores the previous ones.
+
+    Args:
+        stream (Stream): the selected stream; a no-op if ``None``.
+    """
+
+    def __init__(self, stream: torch.Stream | None):
+        self.stream = stream
+        self.src_prev_stream: Stream | None = None
+        self.dst_prev_stream: Stream | None = None
+
+    def __enter__(self):
+        target = self.stream
+        if target is None:
+            return self
+        self.src_prev_stream = current_stream(None)
+        # The target device's own current stream is restored too.
+        if self.src_prev_stream.device_index != target.device_index:
+            self.dst_prev_stream = current_stream(target.device_index)
+        set_stream(target)
+        return self
+
+    def __exit__(self, type: Any, value: Any, traceback: Any):
+        if self.stream is None:
+            return False
+        if self.dst_prev_stream is not None:
+            set_stream(self.dst_prev_stream)
+        set_stream(self.src_prev_stream)
+        return False
+
+
+def stream(stream: torch.Stream | None) -> StreamContext:
+    r"""Context manager that makes ``stream`` current inside the ``with`` block."""
+    return StreamContext(stream)
