@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Developer build: compiles the C++ layers into build/dev and puts the
+# extension next to the Python sources, so that `PYTHONPATH=python` (and the
+# test suites' conftest) use the working tree without a pip install.
+# Serialized with a lock: several people may build from one checkout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec 9>/tmp/npusim-dev-build.lock
+flock 9
+if [ ! -f build/dev/build.ninja ]; then
+  cmake -S . -B build/dev -G Ninja -DNPUSIM_BUILD_BACKEND=ON -DNPUSIM_BUILD_TESTS=OFF \
+    -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
+fi
+ninja -C build/dev -j"${JOBS:-2}"
+cp build/dev/csrc/backend/_C*.so build/dev/csrc/backend/libnpusim_backend.so python/npusim/
