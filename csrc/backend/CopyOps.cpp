@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
+#include "backend/OperatorPlacement.h"
 #include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
 
@@ -27,7 +28,10 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlock
     // Device to host: the host waits for the work that produces the data,
     // unless the copy is asynchronous.
     chargeKernel(self.device().index());
-    if (!nonBlocking) waitForCurrentStream(self.device().index());
+    if (!nonBlocking) {
+      waitForCurrentStream(self.device().index());
+      recordSyncPoint("copy to host (Tensor.cpu(), .numpy(), .tolist(), print)");
+    }
   } else {
     chargeKernel((toNpu ? dst : self).device().index());
   }

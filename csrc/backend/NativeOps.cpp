@@ -5,12 +5,14 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/_to_copy_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "backend/NpuAllocator.h"
+#include "backend/OperatorPlacement.h"
 #include "backend/OperatorTiming.h"
 #include "backend/StorageResize.h"
 #include "backend/TensorAliasing.h"
@@ -102,6 +104,7 @@ at::Tensor& setEmpty(at::Tensor& self) {
 c10::Scalar localScalarDense(const at::Tensor& self) {
   // Reading a value on the host waits for the device: a synchronization point.
   waitForCurrentStream(self.device().index());
+  recordSyncPoint("Tensor.item()");
   return makeCpuAlias(self).item();
 }
 
@@ -118,9 +121,20 @@ bool hasCompatibleShallowCopyType(const at::Tensor& self, const at::Tensor& from
          (isDense(self) && isDense(from));
 }
 
+// .to(dtype) of an npu tensor: torch_npu's dtype rules (float64 becomes
+// float32 with a one-time warning), then PyTorch's own _to_copy.
+at::Tensor toCopy(const at::Tensor& self, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                  std::optional<c10::Device> device, std::optional<bool> pinMemory, bool nonBlocking,
+                  std::optional<c10::MemoryFormat> memoryFormat) {
+  const bool staysOnNpu = !device || device->type() == c10::DeviceType::PrivateUse1;
+  if (dtype && staysOnNpu) dtype = dtypeAfterCast(*dtype);
+  return at::native::_to_copy(self, dtype, layout, device, pinMemory, nonBlocking, memoryFormat);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_to_copy", TORCH_FN(toCopy));
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(hasCompatibleShallowCopyType));
   m.impl("empty.memory_format", TORCH_FN(emptyMemoryFormat));
   m.impl("empty_strided", TORCH_FN(emptyStrided));

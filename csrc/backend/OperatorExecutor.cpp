@@ -21,6 +21,7 @@
 #include "backend/OperatorExecutor.h"
 #include "backend/NpuAllocator.h"
 #include "backend/NpuGenerator.h"
+#include "backend/OperatorPlacement.h"
 #include "backend/OperatorRecords.h"
 #include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
@@ -52,6 +53,16 @@ class OperatorCall {
   explicit OperatorCall(const OperatorRecord& record) : record_(record) {}
 
   int device() const { return device_; }
+  const CallFacts& facts() const { return facts_; }
+
+  void noteDtype(const at::Tensor& t, bool isIndices) {
+    const int bit = dtypeBit(t.scalar_type());
+    if (bit < 0) return;
+    const runtime::DtypeMask mask = runtime::DtypeMask{1} << bit;
+    if (facts_.firstDtype < 0) facts_.firstDtype = bit;
+    facts_.allDtypes |= mask;
+    if (isIndices) facts_.indexDtypes |= mask;
+  }
 
   at::Tensor aliasArgument(const at::Tensor& npu, bool written) {
     noteDevice(npu.device());
@@ -98,10 +109,12 @@ class OperatorCall {
     for (size_t i = 0; i < count; ++i) {
       const bool isWritten = nextWritten < written.size() && written[nextWritten] == i;
       if (isWritten) ++nextWritten;
+      const bool isIndices = static_cast<int>(i) == record_.indicesArgument;
       c10::IValue& value = stack[first + i];
       if (value.isTensor()) {
         const at::Tensor& t = value.toTensor();
         if (!t.defined()) continue;
+        noteDtype(t, isIndices);
         if (isNpu(t)) {
           value = aliasArgument(t, isWritten);
         } else {
@@ -111,6 +124,7 @@ class OperatorCall {
         c10::List<at::Tensor> mapped;
         bool any = false;
         for (at::Tensor t : value.toTensorList()) {
+          if (t.defined()) noteDtype(t, isIndices);
           if (t.defined() && isNpu(t)) {
             mapped.push_back(aliasArgument(t, isWritten));
             any = true;
@@ -124,6 +138,7 @@ class OperatorCall {
         c10::List<std::optional<at::Tensor>> mapped;
         bool any = false;
         for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
+          if (t.has_value() && t->defined()) noteDtype(*t, isIndices);
           if (t.has_value() && t->defined() && isNpu(*t)) {
             mapped.push_back(aliasArgument(*t, isWritten));
             any = true;
@@ -239,6 +254,7 @@ class OperatorCall {
   }
 
   const OperatorRecord& record_;
+  CallFacts facts_;
   int device_ = -1;
   c10::Device foreignDevice_{c10::DeviceType::Meta};
   c10::SmallVector<StorageAlias, 4> storages_;
@@ -257,6 +273,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   call.mapArguments(*stack, first, argumentCount);
   if (call.device() < 0) call.noteDevice(c10::Device(c10::DeviceType::PrivateUse1));
   call.checkDevices();
+  const PlacementDecision placement = decidePlacement(record, call.facts());
   call.mapGenerators(*stack, first);
 
   const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(call.device())));
@@ -265,6 +282,12 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }
   chargeKernel(call.device());
+  if (placement.sync) {
+    // A data-dependent output size (nonzero, boolean indexing, ...): the host
+    // waits for the device before it can go on.
+    waitForCurrentStream(call.device());
+    recordSyncPoint(record.name);
+  }
   call.propagateWrites();
 
   const size_t returnCount = schema.returns().size();

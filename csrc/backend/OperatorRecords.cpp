@@ -5,6 +5,8 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "backend/OperatorPlacement.h"
+
 namespace npusim::backend {
 namespace {
 
@@ -31,6 +33,16 @@ std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
     const auto& type = arguments[i].type();
     const auto generator = c10::GeneratorType::get();
     if (*type == *generator || *type == *c10::OptionalType::create(generator)) record->generatorArguments.push_back(i);
+    if (arguments[i].name() == "indices") record->indicesArgument = static_cast<int>(i);
+  }
+  record->placementRules = placementTable().lookup(record->name);
+  // On the real stack an operator with a composite kernel runs that kernel
+  // (made of operators that are classified one by one), so an unlisted
+  // composite operator is no CPU fallback.
+  if (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+    record->defaultPlacement = runtime::Placement::kAiCore;
   }
   return record;
 }
@@ -44,9 +56,12 @@ OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
     auto found = records().find(key);
     if (found != records().end()) return *found->second;
   }
+  // Described outside the lock: describing may load the placement table,
+  // which may fail (the next call tries again).
+  std::unique_ptr<OperatorRecord> described = describe(op);
   std::unique_lock<std::shared_mutex> lock(recordsMutex);
   auto& slot = records()[key];
-  if (!slot) slot = describe(op);
+  if (!slot) slot = std::move(described);
   return *slot;
 }
 
@@ -58,6 +73,11 @@ std::vector<std::pair<std::string, uint64_t>> operatorCounts() {
     if (calls > 0) counts.emplace_back(record->name, calls);
   }
   return counts;
+}
+
+void forEachOperatorRecord(const std::function<void(OperatorRecord&)>& visit) {
+  std::shared_lock<std::shared_mutex> lock(recordsMutex);
+  for (auto& [key, record] : records()) visit(*record);
 }
 
 void resetOperatorCounts() {

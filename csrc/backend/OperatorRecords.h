@@ -3,13 +3,17 @@
 // operator so that a call does no string work.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <ATen/core/dispatch/Dispatcher.h>
+
+#include "runtime/PlacementTable.h"
 
 namespace npusim::backend {
 
@@ -19,6 +23,15 @@ struct OperatorRecord {
   bool acceptsCpuTensors = false;    // indexing ops take CPU index tensors, as on CUDA
   std::vector<size_t> writtenArguments;  // indices of Tensor(a!) arguments
   std::vector<size_t> generatorArguments;  // indices of Generator? arguments
+  int indicesArgument = -1;          // the "indices" Tensor?[] argument, for index_dtype rules
+
+  // Placement (see OperatorPlacement.h): the table's rules for this overload
+  // and what applies when none does.
+  runtime::OperatorRules placementRules;
+  runtime::Placement defaultPlacement = runtime::Placement::kCpuFallback;
+  std::array<std::atomic<uint64_t>, 3> placementCalls{};  // by runtime::Placement
+  std::atomic<bool> fallbackWarned{false};
+  std::string firstFallbackSource;   // guarded by the placement report's mutex
 };
 
 // The record of `op`, created on its first call.
@@ -27,5 +40,9 @@ OperatorRecord& operatorRecord(const c10::OperatorHandle& op);
 // name -> calls, for every operator run since the last reset.
 std::vector<std::pair<std::string, uint64_t>> operatorCounts();
 void resetOperatorCounts();
+
+// Calls `visit` for every record (under the records' lock: `visit` must not
+// create records).
+void forEachOperatorRecord(const std::function<void(OperatorRecord&)>& visit);
 
 }  // namespace npusim::backend

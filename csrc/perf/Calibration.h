@@ -51,6 +51,15 @@ inline constexpr double kL2OverflowSlope = 0.12;
 // fp16 tensor rate). fp32 itself runs at the chip's cube_fp32_rate (~1/4,
 // measured 84.5-87 TFLOPS, §3.3).
 inline constexpr double kHf32RateOfFp16 = 0.5;
+// Operands reach a core's L1 from the L2 at 110 B/cycle per core
+// (AICoreMemoryRates l2_read, 910B1 ini, §2.2; msKPP measures GM->L1 up to
+// ~260-280 GB/s = ~150 B/cycle with long bursts, §2.3). A K step needs
+// (tileM + tileN) x 64 operand elements; the 128x256 base tile needs 93
+// B/cycle and is not limited, narrower tiles (few output channels, a
+// skinny M) are. A panel (tile rows x K or K x tile columns) that fits in
+// half of the 512 KB L1 stays there while the core walks the other operand.
+inline constexpr double kL2ReadBytesPerCyclePerCore = 110.0;
+inline constexpr double kL1ResidentPanelBytes = 256.0 * 1024;
 // Split-K keeps at least this many K steps per core (below it the partial
 // sums cost more than the parallelism gains).
 inline constexpr int64_t kMinKStepsPerSplit = 4;

@@ -49,6 +49,17 @@ int64_t productFrom(const TensorDesc& t, int from) noexcept {
 
 // The Cube precision of an operand type, or false when the Cube cannot
 // multiply it (fp64, integers other than int8, complex: §6.4).
+// Bytes per Cube operand element of a precision.
+int operandBytesOf(CubePrecision precision) noexcept {
+  switch (precision) {
+    case CubePrecision::kHalf: return 2;
+    case CubePrecision::kFloat32:
+    case CubePrecision::kHf32: return 4;
+    case CubePrecision::kInt8: return 1;
+  }
+  return 2;
+}
+
 bool cubePrecisionOf(DType type, bool allowHf32, CubePrecision& precision) noexcept {
   switch (type) {
     case DType::kFloat16:
@@ -324,7 +335,8 @@ Cost CostModel::priceMatmul(const Request& r) const noexcept {
   traffic.bytesB = g.b->bytes();
   traffic.bytesOut = double(g.shape.batch) * double(g.shape.m) * double(g.shape.n) * elementSize(outType);
   traffic.bytesOther = g.extra->bytes();
-  const GemmEstimate gemm = estimateGemm(rates_, g.shape, traffic, GemmOptions{precision, false});
+  const GemmEstimate gemm =
+      estimateGemm(rates_, g.shape, traffic, GemmOptions{precision, operandBytesOf(precision), false});
 
   double bytes = gemm.bytes;
   double seconds = gemm.seconds;
@@ -369,7 +381,9 @@ Cost CostModel::priceConvolution(const Request& r) const noexcept {
   traffic.bytesB = weight.bytes();
   traffic.bytesOut = outputBytes * g.outputPad;
   traffic.bytesOther = bias.bytes();
-  const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, GemmOptions{precision, false});
+  GemmOptions options{precision, operandBytesOf(precision), false};
+  if (!g.transposed) options.fetchScaleA = 1.0 / double(g.kernelElements);  // im2col built in L1
+  const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, options);
   return Cost{toNs(gemm.seconds), Unit::kCube, g.usefulFlops, gemm.bytes, 0, false};
 }
 
@@ -412,7 +426,9 @@ Cost CostModel::priceConvolutionBackward(const Request& r) const noexcept {
     const GemmShape shape = g.transposed ? GemmShape{g.groups, g.positions, g.xChannels, cy * k}
                                          : GemmShape{g.groups, g.positions, cx * k, g.yChannels};
     const GemmTraffic traffic{gradOutputBytes, weight.bytes(), inputBytes, 0};
-    const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, GemmOptions{precision, false});
+    GemmOptions options{precision, operandBytesOf(precision), false};
+    if (g.transposed) options.fetchScaleA = 1.0 / double(k);  // im2col of dY built in L1
+    const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, options);
     seconds += gemm.seconds;
     bytes += gemm.bytes;
     flops += g.usefulFlops;
@@ -422,7 +438,9 @@ Cost CostModel::priceConvolutionBackward(const Request& r) const noexcept {
     const GemmShape shape = g.transposed ? GemmShape{g.groups, g.xChannels, cy * k, g.positions}
                                          : GemmShape{g.groups, g.yChannels, cx * k, g.positions};
     const GemmTraffic traffic{gradOutputBytes, inputBytes, gradWeightBytes, 0};
-    const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, GemmOptions{precision, false});
+    GemmOptions options{precision, operandBytesOf(precision), false};
+    options.fetchScaleB = 1.0 / double(k);  // im2col of X (or dY) built in L1
+    const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, options);
     seconds += gemm.seconds;
     bytes += gemm.bytes;
     flops += g.usefulFlops;
@@ -488,7 +506,7 @@ Cost CostModel::priceAttention(const Request& r, bool backward) const noexcept {
     fraction = std::clamp(attended / (double(sq) * double(sk)), 0.0, 1.0);
   }
   const int64_t heads2d = batch * queryHeads;
-  const GemmOptions onChip{precision, true};
+  const GemmOptions onChip{precision, operandBytesOf(precision), true};
   const GemmEstimate scores = estimateGemm(rates_, GemmShape{heads2d, sq, sk, headDim}, GemmTraffic{}, onChip);
   const GemmEstimate context = estimateGemm(rates_, GemmShape{heads2d, sq, valueDim, sk}, GemmTraffic{}, onChip);
   double cube = (scores.cubeSeconds + context.cubeSeconds) * fraction;

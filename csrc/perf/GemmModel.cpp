@@ -32,13 +32,24 @@ GemmEstimate estimateGemm(const ChipRates& rates, const GemmShape& shape, const 
   const int64_t kPadded = roundUp(shape.k, kAlign);
   estimate.paddedFlops = 2.0 * double(shape.batch) * double(mPadded) * double(nPadded) * double(kPadded);
 
-  // Output tiles; a problem with fewer tiles than cores gets smaller tiles
-  // (down to one fractal) so that every core has work.
-  int64_t tileM = std::min(cal::kBaseTileM, mPadded);
-  int64_t tileN = std::min(cal::kBaseTileN, nPadded);
+  // Output tiles of at most 128x256, balanced over each dimension (576
+  // columns make three tiles of 192, not 256+256+64).
+  auto balancedTile = [](int64_t padded, int64_t base) {
+    const int64_t count = ceilDiv(padded, base);
+    return roundUp(ceilDiv(padded, count), cal::kFractal);
+  };
+  int64_t tileM = balancedTile(mPadded, cal::kBaseTileM);
+  int64_t tileN = balancedTile(nPadded, cal::kBaseTileN);
   auto tileCount = [&] { return shape.batch * ceilDiv(mPadded, tileM) * ceilDiv(nPadded, tileN); };
   int64_t tiles = tileCount();
-  while (tiles < cores) {
+  // Fewer tiles than cores: first split a long K (a weight gradient), then
+  // shrink the tiles (down to one fractal) so that every core has work.
+  const int64_t kSteps = ceilDiv(kPadded, cal::kBaseTileK);
+  int64_t kSplit = 1;
+  if (tiles < cores) {
+    kSplit = std::clamp<int64_t>(cores / tiles, 1, std::max<int64_t>(1, kSteps / cal::kMinKStepsPerSplit));
+  }
+  while (tiles * kSplit < cores) {
     if (tileN >= tileM && tileN > cal::kFractal) {
       tileN = roundUp(ceilDiv(tileN, 2), cal::kFractal);
     } else if (tileM > cal::kFractal) {
@@ -48,25 +59,37 @@ GemmEstimate estimateGemm(const ChipRates& rates, const GemmShape& shape, const 
     }
     tiles = tileCount();
   }
-  // Still too few tiles (a long K, as in a weight gradient): split K.
-  const int64_t kSteps = ceilDiv(kPadded, cal::kBaseTileK);
-  int64_t kSplit = 1;
-  if (tiles < cores) {
-    kSplit = std::clamp<int64_t>(cores / tiles, 1, std::max<int64_t>(1, kSteps / cal::kMinKStepsPerSplit));
-  }
   const int64_t kPerTile = roundUp(ceilDiv(kPadded, kSplit), kAlign);
   const int64_t stepsPerTile = ceilDiv(kPerTile, cal::kBaseTileK);
 
   // One tile: its MMADs at the precision's MAC rate, the issue overhead of
   // each (§2.3), and the drain of the accumulator through the fixpipe.
   const double macs = rates.macsPerCycle(options.precision);
-  double tileCycles = double(tileM) * double(tileN) * double(kPerTile) / macs +
-                      double(stepsPerTile) * cal::kMmadIssueCycles;
+  const double mmadCycles = double(tileM) * double(tileN) * double(kPerTile) / macs +
+                            double(stepsPerTile) * cal::kMmadIssueCycles;
+  const int64_t totalTiles = tiles * kSplit;
+  const int64_t waves = ceilDiv(totalTiles, cores);  // wave quantisation (§6.5)
+  // The operands of those MMADs arrive from the L2 at a per-core rate. A
+  // panel small enough to stay in L1 is fetched once per core and shared by
+  // the core's successive tiles (one per wave); the other panel every tile.
+  const double elementBytes = double(std::max(1, options.operandBytes));
+  const double rowsA = double(tileM) * options.fetchScaleA, rowsB = double(tileN) * options.fetchScaleB;
+  const bool aResident = rowsA * double(kPerTile) * elementBytes <= cal::kL1ResidentPanelBytes;
+  const bool bResident = rowsB * double(kPerTile) * elementBytes <= cal::kL1ResidentPanelBytes;
+  double fetchedRows = 0;
+  if (aResident && bResident) {
+    fetchedRows = (rowsA + rowsB) / double(waves);
+  } else if (aResident || bResident) {
+    fetchedRows = aResident ? rowsB + rowsA / double(waves) : rowsA + rowsB / double(waves);
+  } else {
+    fetchedRows = rowsA + rowsB;
+  }
+  const double fetchCycles = fetchedRows * double(kPerTile) * elementBytes / cal::kL2ReadBytesPerCyclePerCore;
+  estimate.feedBound = fetchCycles > mmadCycles;
+  double tileCycles = std::max(mmadCycles, fetchCycles);
   if (!options.drainOverlapped) {
     tileCycles += double(tileM) * double(tileN) * cal::kAccumulatorBytes / cal::kFixpipeBytesPerCycle;
   }
-  const int64_t totalTiles = tiles * kSplit;
-  const int64_t waves = ceilDiv(totalTiles, cores);  // wave quantisation (§6.5)
   double cubeSeconds = double(waves) * tileCycles / rates.clockHz;
 
   // Operands beyond the L2 are re-read from HBM (§3.3 decline above 4K).

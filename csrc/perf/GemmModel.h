@@ -27,6 +27,12 @@ struct GemmTraffic {
 
 struct GemmOptions {
   CubePrecision precision = CubePrecision::kHalf;
+  int operandBytes = 2;  // bytes per operand element (fp16/bf16 2, fp32/HF32 4, int8 1)
+  // L2 bytes fetched per GEMM operand element, relative to the element: an
+  // im2col operand of a convolution is built in L1 from the activation by the
+  // load3d instruction, so a 3x3 kernel fetches 1/9 of its GEMM operand.
+  double fetchScaleA = 1.0;
+  double fetchScaleB = 1.0;
   // The accumulator drain overlaps the next tile (double-buffered L0C, as a
   // fused attention kernel's smaller score tiles allow).
   bool drainOverlapped = false;
@@ -40,6 +46,7 @@ struct GemmEstimate {
   double paddedFlops = 0;    // what the Cube executes after fractal padding
   double bytes = 0;          // HBM traffic
   double l2Penalty = 1;
+  bool feedBound = false;  // a K step waits for its operands rather than the MMAD
   int64_t tileM = 0;
   int64_t tileN = 0;
   int64_t kSplit = 1;

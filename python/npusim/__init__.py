@@ -33,7 +33,7 @@ import importlib.metadata
 import os
 import sys
 
-__all__ = ["npu"]
+__all__ = ["npu", "placement_report", "reset_placement_report"]
 
 _REGISTERED = False
 
@@ -119,6 +119,9 @@ def _register_backend() -> None:
 
     # The C++ errors leave out the error-code suffix in an interactive session, as torch_npu's.
     _C._set_interactive(is_interactive_session())
+    # Frames under these directories are library code: the placement report names the first
+    # frame outside them as the user's source line.
+    _C._set_library_paths([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
 
     if backend_registration._privateuse1_backend_name != "npu":
         # Also aliases ProfilerActivity.NPU and DeviceType.NPU.
@@ -168,6 +171,7 @@ def _autoload() -> None:
 _load()
 
 from npusim import npu  # noqa: E402  (torch.npu)
+from npusim.placement import placement_report, reset_placement_report  # noqa: E402
 from npusim import _transfer_to_npu  # noqa: E402
 
 _transfer_to_npu.apply_from_environment()

@@ -31,6 +31,7 @@ class RunSummary:
     operator_calls: int = 0
     operator_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     host_time_ns: int = 0
+    placement: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def top_operators(self, count: int = 5) -> list[tuple[str, int]]:
         ranked = sorted(self.operator_counts.items(), key=lambda item: (-item[1], item[0]))
@@ -74,7 +75,15 @@ def collect() -> RunSummary:
     summary.runtime_initialized = _runtime_initialized()
     if not summary.runtime_initialized:
         return summary
+    try:
+        from npusim.placement import placement_report
+
+        summary.placement = placement_report()
+    except Exception:
+        summary.placement = {}
     for index in range(summary.device_count):
+        if not _C._is_device_initialized(index):
+            continue  # never used: reading it must not initialize it
         try:
             stats = _C._memory_stats(index)
             timeline = _C._timeline_info(index)
@@ -114,4 +123,8 @@ def format_summary(summary: RunSummary, program: str, exit_code: int) -> str:
             f"{format_bytes(device.peak_reserved_bytes)} reserved; simulated device time "
             f"{_milliseconds(device.device_time_ns)} (busy {_milliseconds(device.busy_ns)})"
         )
+    if summary.placement:
+        from npusim.placement import format_placement_report
+
+        lines.extend(f"  {line}" for line in format_placement_report(summary.placement))
     return "".join(f"[npusim] {line}\n" for line in lines)

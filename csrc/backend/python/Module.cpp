@@ -14,6 +14,8 @@
 #include "backend/NpuGenerator.h"
 #include "backend/NpuStreams.h"
 #include "backend/OperatorExecutor.h"
+#include "backend/OperatorPlacement.h"
+#include "backend/SourceLocation.h"
 #include "backend/OperatorRecords.h"
 #include "runtime/HostAllocator.h"
 #include "runtime/Runtime.h"
@@ -127,6 +129,75 @@ py::dict chipInfo() {
   return d;
 }
 
+// Paths whose frames are library code, not the user's (torch, npusim, the
+// importlib/runpy machinery); set by the Python package at import.
+std::vector<std::string>& libraryPathPrefixes() {
+  static auto* prefixes = new std::vector<std::string>();
+  return *prefixes;
+}
+
+std::string userSourceLocation() {
+  if (!Py_IsInitialized()) return {};
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  std::string location;
+  PyFrameObject* frame = PyThreadState_GetFrame(PyThreadState_Get());
+  while (frame != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(frame);
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    const std::string filename = file != nullptr ? file : "";
+    Py_DECREF(code);
+    bool library = filename.empty() || filename.rfind("<frozen", 0) == 0;
+    for (const auto& prefix : libraryPathPrefixes()) {
+      if (filename.rfind(prefix, 0) == 0) library = true;
+    }
+    if (!library) {
+      location = filename + ":" + std::to_string(PyFrame_GetLineNumber(frame));
+      Py_DECREF(frame);
+      break;
+    }
+    PyFrameObject* back = PyFrame_GetBack(frame);
+    Py_DECREF(frame);
+    frame = back;
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(gil);
+  return location;
+}
+
+py::dict placementReportDict() {
+  const PlacementReport report = placementReport();
+  py::dict d;
+  d["release_line"] = report.releaseLine;
+  py::dict operators;
+  for (const auto& op : report.operators) {
+    py::dict counts;
+    counts["ai_core"] = op.aiCore;
+    counts["ai_cpu"] = op.aiCpu;
+    counts["cpu_fallback"] = op.cpuFallback;
+    operators[py::str(op.name)] = counts;
+  }
+  d["operators"] = operators;
+  py::list fallbacks;
+  for (const auto& fallback : report.fallbacks) {
+    py::dict f;
+    f["operator"] = fallback.name;
+    f["calls"] = fallback.calls;
+    f["first_source"] = fallback.firstSource;
+    fallbacks.append(f);
+  }
+  d["fallbacks"] = fallbacks;
+  py::list syncs;
+  for (const auto& sync : report.syncPoints) {
+    py::dict s;
+    s["what"] = sync.what;
+    s["source"] = sync.source;
+    s["count"] = sync.count;
+    syncs.append(s);
+  }
+  d["sync_points"] = syncs;
+  return d;
+}
+
 }  // namespace
 }  // namespace npusim::backend
 
@@ -135,6 +206,10 @@ PYBIND11_MODULE(_C, m) {
   using npusim::runtime::Runtime;
   m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";
   routeCpuKernelsThroughExecutor();
+  setSourceLocator(&userSourceLocation);
+  m.def("_set_library_paths", [](const std::vector<std::string>& prefixes) { libraryPathPrefixes() = prefixes; });
+  m.def("_placement_report", torch::wrap_pybind_function([]() { return placementReportDict(); }));
+  m.def("_reset_placement_report", torch::wrap_pybind_function([]() { resetPlacementReport(); }));
 
   m.def("_device_count", []() -> int {
     try {
@@ -178,6 +253,7 @@ PYBIND11_MODULE(_C, m) {
           return previous;
         }));
   m.def("_synchronize", torch::wrap_pybind_function([](int device) {
+          recordSyncPoint("torch.npu.synchronize()");
           py::gil_scoped_release release;
           NPUSIM_TRANSLATE_ERRORS(rt().synchronizeDevice(device));
         }));

@@ -1,0 +1,206 @@
+#include "backend/OperatorPlacement.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include "backend/NpuErrors.h"
+#include "backend/OperatorRecords.h"
+#include "backend/SourceLocation.h"
+#include "runtime/EnvironmentVariables.h"
+#include "runtime/Plog.h"
+
+namespace npusim::backend {
+namespace {
+
+using runtime::Placement;
+
+std::string dataDirectory() {
+  if (const auto configured = runtime::environmentValue("NPUSIM_DATA_DIR"); configured && !configured->empty()) {
+    return *configured;
+  }
+  // The data files are installed next to this library, in the npusim package.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&placementTable), &info) != 0 && info.dli_fname != nullptr) {
+    std::string path = info.dli_fname;
+    const size_t slash = path.find_last_of('/');
+    return (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/data";
+  }
+  return "data";
+}
+
+bool flagSet(const char* name) {
+  const auto value = runtime::environmentValue(name);
+  return value && *value == "1";
+}
+
+// Read once, as torch_npu does.
+bool strictMode() {
+  static const bool strict = flagSet("TORCH_NPU_FALLBACK_CPU_DISABLE");
+  return strict;
+}
+
+c10::ScalarType scalarTypeOfBit(int bit) {
+  for (int i = 0; i < static_cast<int>(c10::ScalarType::NumOptions); ++i) {
+    const auto type = static_cast<c10::ScalarType>(i);
+    if (dtypeBit(type) == bit) return type;
+  }
+  return c10::ScalarType::Undefined;
+}
+
+// Sparse tensors have no npu kernels on the real stack, and no fallback either.
+void rejectSparse(const c10::OperatorHandle& op, torch::jit::Stack*) {
+  const auto& name = op.schema().operator_name();
+  TORCH_CHECK(false, "CAUTION: The operator '", name.name, name.overload_name.empty() ? "" : ".", name.overload_name,
+              "' is not currently supported on the NPU backend.",
+              errorSuffix(ErrorModule::kOps, ErrorKind::kFeatureNotSupported));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&rejectSparse>());
+}
+
+namespace {
+
+std::mutex reportMutex;
+std::map<std::pair<std::string, std::string>, uint64_t>& syncPoints() {
+  static auto* points = new std::map<std::pair<std::string, std::string>, uint64_t>();
+  return *points;
+}
+
+}  // namespace
+
+bool npuWarningsDisabled() {
+  static const bool disabled = flagSet("TORCH_NPU_WARNING_DISABLE") || flagSet("TORCH_NPU_DISABLED_WARNING");
+  return disabled;
+}
+
+c10::ScalarType dtypeAfterCast(c10::ScalarType requested) {
+  const int bit = dtypeBit(requested);
+  for (const auto& cast : placementTable().dtypeRules().casts) {
+    if (cast.from != bit) continue;
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true) && !npuWarningsDisabled()) TORCH_WARN(cast.message);
+    return scalarTypeOfBit(cast.to);
+  }
+  return requested;
+}
+
+const runtime::PlacementTable& placementTable() {
+  static std::mutex mutex;
+  static std::unique_ptr<runtime::PlacementTable> table;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!table) {
+    // A broken file raises here and is tried again on the next call.
+    table = std::make_unique<runtime::PlacementTable>(runtime::PlacementTable::fromEnvironment(dataDirectory()));
+  }
+  return *table;
+}
+
+int dtypeBit(c10::ScalarType type) noexcept {
+  switch (type) {
+    case c10::ScalarType::Bool: return 0;
+    case c10::ScalarType::Byte: return 1;
+    case c10::ScalarType::Char: return 2;
+    case c10::ScalarType::Short: return 3;
+    case c10::ScalarType::Int: return 4;
+    case c10::ScalarType::Long: return 5;
+    case c10::ScalarType::Half: return 6;
+    case c10::ScalarType::BFloat16: return 7;
+    case c10::ScalarType::Float: return 8;
+    case c10::ScalarType::Double: return 9;
+    case c10::ScalarType::ComplexHalf: return 10;
+    case c10::ScalarType::ComplexFloat: return 11;
+    case c10::ScalarType::ComplexDouble: return 12;
+    case c10::ScalarType::UInt16: return 13;
+    case c10::ScalarType::UInt32: return 14;
+    case c10::ScalarType::UInt64: return 15;
+    default: return -1;
+  }
+}
+
+PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts) {
+  const runtime::PlacementRule* rule = record.placementRules.resolve(facts.firstDtype, facts.indexDtypes);
+  const Placement placement = rule != nullptr ? rule->placement : record.defaultPlacement;
+  if (placement == Placement::kCpuFallback) {
+    if (strictMode()) {
+      const std::string message = "The operator '" + record.name +
+                                  "' would execute its main computation on CPU through dispatcher backend fallback "
+                                  "because no kernel is registered for the NPU PrivateUse1 backend, but CPU fallback "
+                                  "is disabled by TORCH_NPU_FALLBACK_CPU_DISABLE=1.";
+      NPUSIM_PLOG(runtime::LogLevel::kError, "APP", "[PTA]:" + message);
+      TORCH_CHECK(false, message, errorSuffix(ErrorModule::kOps, ErrorKind::kFeatureNotSupported));
+    }
+    if (!record.fallbackWarned.exchange(true)) {
+      const std::string source = currentSourceLocation();
+      {
+        std::lock_guard<std::mutex> lock(reportMutex);
+        record.firstFallbackSource = source;
+      }
+      const std::string message = "CAUTION: The operator '" + record.name +
+                                  "' is not currently supported on the NPU backend and will fall back to run on the "
+                                  "CPU. This may have performance implications.";
+      NPUSIM_PLOG(runtime::LogLevel::kWarning, "APP", "[PTA]:" + message);
+      if (!npuWarningsDisabled()) TORCH_WARN(message);
+    }
+  } else if ((facts.allDtypes & placementTable().dtypeRules().rejectMask) != 0) {
+    for (const auto& [bit, reject] : placementTable().dtypeRules().rejects) {
+      if ((facts.allDtypes & (runtime::DtypeMask{1} << bit)) == 0) continue;
+      const std::string dtype(runtime::kDtypeNames[static_cast<size_t>(bit)]);
+      NPUSIM_PLOG(runtime::LogLevel::kError, "APP", "[PTA]:" + record.name + ": unsupported dtype " + dtype);
+      TORCH_CHECK(false, "The operator '", record.name, "' does not support dtype ", dtype, " on the NPU: ",
+                  reject.message, errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidType));
+    }
+  }
+  record.placementCalls[static_cast<size_t>(placement)].fetch_add(1, std::memory_order_relaxed);
+  return PlacementDecision{placement, rule != nullptr && rule->sync};
+}
+
+void recordSyncPoint(std::string_view what) {
+  const std::string source = currentSourceLocation();
+  std::lock_guard<std::mutex> lock(reportMutex);
+  ++syncPoints()[{std::string(what), source}];
+}
+
+PlacementReport placementReport() {
+  PlacementReport report;
+  report.releaseLine = placementTable().releaseLine();
+  std::lock_guard<std::mutex> lock(reportMutex);
+  forEachOperatorRecord([&](OperatorRecord& record) {
+    PlacementReport::OperatorCounts counts;
+    counts.name = record.name;
+    counts.aiCore = record.placementCalls[0].load(std::memory_order_relaxed);
+    counts.aiCpu = record.placementCalls[1].load(std::memory_order_relaxed);
+    counts.cpuFallback = record.placementCalls[2].load(std::memory_order_relaxed);
+    if (counts.aiCore + counts.aiCpu + counts.cpuFallback == 0) return;
+    if (counts.cpuFallback > 0) {
+      report.fallbacks.push_back(PlacementReport::Fallback{record.name, counts.cpuFallback, record.firstFallbackSource});
+    }
+    report.operators.push_back(std::move(counts));
+  });
+  for (const auto& [key, count] : syncPoints()) {
+    report.syncPoints.push_back(PlacementReport::SyncPoint{key.first, key.second, count});
+  }
+  return report;
+}
+
+void resetPlacementReport() {
+  std::lock_guard<std::mutex> lock(reportMutex);
+  syncPoints().clear();
+  forEachOperatorRecord([](OperatorRecord& record) {
+    for (auto& calls : record.placementCalls) calls.store(0, std::memory_order_relaxed);
+    record.firstFallbackSource.clear();
+    // The warning stays "once per operator" for the process, as torch_npu's.
+  });
+}
+
+}  // namespace npusim::backend
