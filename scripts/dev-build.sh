@@ -12,4 +12,8 @@ if [ ! -f build/dev/build.ninja ]; then
     -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE="$(command -v python3)" >/dev/null
 fi
 ninja -C build/dev -j"${JOBS:-2}"
-cp build/dev/csrc/backend/_C*.so build/dev/csrc/backend/libnpusim_backend.so python/npusim/
+# Replace by rename, never in place: a running process keeps its mapping of the old file.
+for library in build/dev/csrc/backend/_C*.so build/dev/csrc/backend/libnpusim_backend.so; do
+  cp "$library" "python/npusim/.$(basename "$library").new"
+  mv -f "python/npusim/.$(basename "$library").new" "python/npusim/$(basename "$library")"
+done
