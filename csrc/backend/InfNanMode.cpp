@@ -87,6 +87,14 @@ struct HostSideWork {
       c10::DispatchKeySet({c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot})};
 };
 
+// TORCH_NPU_WARNING_DISABLE=1 (or the deprecated TORCH_NPU_DISABLED_WARNING) silences torch_npu's
+// warnings.
+bool warningsDisabled() {
+  static const bool disabled =
+      switchValue("TORCH_NPU_WARNING_DISABLE", false) || switchValue("TORCH_NPU_DISABLED_WARNING", false);
+  return disabled;
+}
+
 int deviceOf(const at::Tensor& t) {
   return t.device().has_index() ? t.device().index() : runtime::Runtime::instance().currentDevice();
 }
@@ -99,7 +107,8 @@ int deviceOf(const at::Tensor& t) {
 // the register is cleared and nothing is unscaled; else every gradient is
 // multiplied by inv_scale.
 void nonFiniteCheckAndUnscale(at::TensorList scaledGrads, at::Tensor& foundInf, const at::Tensor& invScale) {
-  TORCH_WARN_ONCE("Non finite check and unscale on NPU device!");
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true) && !warningsDisabled()) TORCH_WARN("Non finite check and unscale on NPU device!");
   TORCH_CHECK(isNpu(invScale), "inv_scale must be NPU-Tensor",
               errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidParameter));
   TORCH_CHECK(invScale.numel() == 1, "inv_scale must be a 1-element tensor",

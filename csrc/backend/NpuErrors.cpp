@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <string>
 
 #include <c10/util/Exception.h>
 
@@ -57,6 +58,23 @@ int rankId() {
   return rank != nullptr && *rank != '\0' ? std::atoi(rank) : -1;
 }
 
+bool compactErrorOutput() {
+  static const bool compact = [] {
+    const char* value = std::getenv("TORCH_NPU_COMPACT_ERROR_OUTPUT");
+    return value != nullptr && std::string(value) == "1";
+  }();
+  return compact;
+}
+
+// "EE1001: [PID: 7] The argument is invalid.Reason: ..." -> "The argument is invalid.Reason: ...";
+// without a CANN detail, the ACL text.
+std::string compactReason(const runtime::RuntimeError& e) {
+  const std::string& detail = e.detail();
+  const size_t bracket = detail.find("] ");
+  if (detail.rfind("E", 0) == 0 && bracket != std::string::npos) return detail.substr(bracket + 2);
+  return runtime::errorText(e.code());
+}
+
 }  // namespace
 
 void setInteractiveSession(bool interactive) { interactiveSession.store(interactive); }
@@ -82,8 +100,13 @@ void rethrowAsTorchError() {
     NPUSIM_PLOG(runtime::LogLevel::kError, "APP", std::string("[PTA]:") + e.what());
     TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
   } catch (const runtime::RuntimeError& e) {
-    NPUSIM_PLOG(runtime::LogLevel::kError, "APP", std::string("[PTA]:") + e.what());
-    TORCH_CHECK(false, e.what(), errorSuffix(ErrorModule::kPta, ErrorKind::kAclCallFailed));
+    const std::string suffix = errorSuffix(ErrorModule::kPta, ErrorKind::kAclCallFailed);
+    NPUSIM_PLOG(runtime::LogLevel::kError, "APP", std::string("[PTA]:") + e.what() + suffix);
+    if (compactErrorOutput()) {
+      // TORCH_NPU_COMPACT_ERROR_OUTPUT=1: one short line; the detail went to the plog.
+      TORCH_CHECK(false, "CANN error: ", compactReason(e));
+    }
+    TORCH_CHECK(false, e.what(), suffix);
   } catch (const runtime::ConfigError& e) {
     NPUSIM_PLOG(runtime::LogLevel::kError, "APP", std::string("[PTA]:") + e.what());
     TORCH_CHECK(false, e.what(), errorSuffix(ErrorModule::kPta, ErrorKind::kInvalidValue));

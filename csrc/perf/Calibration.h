@@ -23,9 +23,9 @@ inline constexpr int64_t kBaseTileK = 64;
 inline constexpr int64_t kFractal = 16;
 inline constexpr int64_t kInt8FractalK = 32;
 // Issue cost of one MMAD instruction beyond its m*k*n/MACs cycles: msKPP
-// measures 3 (back-to-back) to 24 (isolated) cycles (§2.3); 5 is the value
-// the fit of the §3.3 sweep picks inside that range.
-inline constexpr double kMmadIssueCycles = 5.0;
+// measures ~2-3 cycles back-to-back (32x16x128 in ~18 cycles vs 16 ideal) and
+// up to 24 isolated (§2.3); the fit of the §3.3 sweep picks 6.
+inline constexpr double kMmadIssueCycles = 6.0;
 // The accumulator leaves L0C through the fixpipe at 128 B/cycle (L0C->GM,
 // §2.3). With one L0C buffer the drain does not overlap the next tile.
 inline constexpr double kFixpipeBytesPerCycle = 128.0;
@@ -35,14 +35,17 @@ inline constexpr double kAccumulatorBytes = 4.0;  // fp32 (int32 for int8)
 // consistent with the "~10 us fixed launch/sync overhead" of the A3 study
 // (§2.4) and §6.3's 5-10 us per kernel.
 inline constexpr double kCubeKernelOverheadNs = 11'500.0;
-// Beyond the L2 (192 MB on 910B2), operand panels are re-read from HBM: the
-// §3.3 decline from 314.5 TFLOPS (4096^3, 96 MB of operands) to 305 (8192^3)
-// and 275 (10240^3) fits time x (1 + 0.12 x (working set / L2 - 1)) for
-// square problems; scaled by how balanced A and B are (a small operand stays
-// resident, so a streamed one is read once).
-inline constexpr double kL2OverflowSlope = 0.12;
+// Beyond the L2 (192 MB on 910B2), panels are re-read from HBM. Tiles walk
+// the output row by row: tile (i, j) reads row panel i of A and column panel
+// j of B, so without a cache A is read tilesN times and B tilesM times. The
+// L2 absorbs these re-reads while the working set (A + B + C) fits; beyond,
+// a fraction 0.04 x (working set / L2 - 1) of them miss. Fitted on the §3.3
+// decline from 314.5 TFLOPS (4096^3, 96 MB) to 305 (8192^3, 384 MB) and 275
+// (10240^3, 600 MB). A weight gradient (one tile row, K split over the cores)
+// re-reads little; a convolution's weights are re-read from the L2 freely.
+inline constexpr double kL2MissPerOverflow = 0.04;
 // Fit quality of the constants above against §3.3 (estimate vs measured):
-// 1K +0.4%, 2K -2.3%, 4K +2.0%, 8K -0.1%, 10K -0.3%, fp32 4K -0.2%.
+// 1K +0.3%, 2K -2.5%, 4K +1.8%, 8K +0.2%, 10K +0.1%, fp32 4K -0.3%.
 //
 // HF32 (torch_npu allow_hf32): fp32 operands rounded to a 10-bit mantissa and
 // multiplied on the Cube. No public throughput figure; taken as half the

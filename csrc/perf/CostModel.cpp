@@ -254,9 +254,11 @@ MatmulGeometry matmulGeometry(const detail::PriceRequest& r) noexcept {
     k = a.size(-1);
     m = a.rank >= 2 ? a.size(-2) : 1;
     n = b.rank >= 2 ? b.size(-1) : 1;
-    const int64_t batchA = m * k > 0 ? a.numel() / (m * k) : 0;
-    const int64_t batchB = k * n > 0 ? b.numel() / (k * n) : 0;
-    batch = std::max<int64_t>(1, std::max(batchA, batchB));
+    // In floating point: absurd shapes must not overflow.
+    const double mk = double(m) * double(k), kn = double(k) * double(n);
+    const double batchA = mk > 0 ? double(a.numel()) / mk : 0;
+    const double batchB = kn > 0 ? double(b.numel()) / kn : 0;
+    batch = std::max<int64_t>(1, int64_t(std::min(std::max(batchA, batchB), 1e15)));
   }
   g.shape = GemmShape{batch, m, n, k};
   g.valid = true;

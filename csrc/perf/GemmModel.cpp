@@ -92,21 +92,24 @@ GemmEstimate estimateGemm(const ChipRates& rates, const GemmShape& shape, const 
   }
   double cubeSeconds = double(waves) * tileCycles / rates.clockHz;
 
-  // Operands beyond the L2 are re-read from HBM (§3.3 decline above 4K).
-  const double perBatchA = traffic.bytesA / double(shape.batch);
-  const double perBatchB = traffic.bytesB / double(shape.batch);
-  const double workingSet = perBatchA + perBatchB + traffic.bytesOut / double(shape.batch);
-  const double operandSum = perBatchA + perBatchB;
-  const double balance = operandSum > 0 ? 2.0 * std::min(perBatchA, perBatchB) / operandSum : 0.0;
+  // Panel re-reads that miss a too-small L2 (§3.3 decline above 4K).
+  const double batches = double(shape.batch);
+  const double tilesM = double(ceilDiv(mPadded, tileM)), tilesN = double(ceilDiv(nPadded, tileN));
+  const double workingSet = (traffic.bytesA + traffic.bytesB + traffic.bytesOut) / batches;
   const double overflow = std::max(0.0, workingSet / rates.l2Bytes - 1.0);
-  estimate.l2Penalty = 1.0 + cal::kL2OverflowSlope * overflow * balance;
-  cubeSeconds *= estimate.l2Penalty;
+  const double rereads = traffic.bytesA * (tilesN - 1.0) + traffic.bytesB * (tilesM - 1.0);
+  const double missFraction = std::min(1.0, cal::kL2MissPerOverflow * overflow);
+  const double refetchBytes = rereads * missFraction;
+  const double refetchSeconds = refetchBytes / rates.hbmBytesPerSecond;
+  estimate.l2Penalty = cubeSeconds > 0 ? (cubeSeconds + refetchSeconds) / cubeSeconds : 1.0;
+  cubeSeconds += refetchSeconds;
+  estimate.bytes += refetchBytes;
 
   // Split K writes fp32 partial sums and reads them back to reduce them.
   if (kSplit > 1) {
     const double partials = double(kSplit) * double(shape.batch) * double(shape.m) * double(shape.n) * 4.0;
     estimate.bytes += 2.0 * partials;
-    estimate.memorySeconds = estimate.bytes / rates.hbmBytesPerSecond;
+    estimate.memorySeconds += 2.0 * partials / rates.hbmBytesPerSecond;
   }
 
   estimate.cubeSeconds = cubeSeconds;

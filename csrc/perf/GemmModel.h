@@ -45,7 +45,7 @@ struct GemmEstimate {
   double flops = 0;          // useful: 2*b*m*n*k
   double paddedFlops = 0;    // what the Cube executes after fractal padding
   double bytes = 0;          // HBM traffic
-  double l2Penalty = 1;
+  double l2Penalty = 1;    // (cube + L2 refetch) / cube
   bool feedBound = false;  // a K step waits for its operands rather than the MMAD
   int64_t tileM = 0;
   int64_t tileN = 0;

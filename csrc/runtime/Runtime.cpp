@@ -41,6 +41,21 @@ int streamsPerPoolFromEnvironment() {
   return DeviceTimeline::kDefaultStreamsPerPool;
 }
 
+// torch_npu's checks of its execution switches (OptionsManager), with its texts.
+int taskQueueLevelFromEnvironment() {
+  const auto text = environmentValue("TASK_QUEUE_ENABLE");
+  if (!text || text->empty()) return 1;
+  if (*text == "0" || *text == "1" || *text == "2") return (*text)[0] - '0';
+  throw ConfigError("TASK_QUEUE_ENABLE should be 0, 1 or 2");
+}
+
+bool launchBlockingFromEnvironment() {
+  const auto text = environmentValue("ASCEND_LAUNCH_BLOCKING");
+  if (!text || text->empty() || *text == "0") return false;
+  if (*text == "1") return true;
+  throw ConfigError("ASCEND_LAUNCH_BLOCKING should be 0 or 1");
+}
+
 std::string processName() {
   std::ifstream comm("/proc/self/comm");
   std::string name;
@@ -102,6 +117,8 @@ Runtime::Runtime()
       allocatorConfig_(AllocatorConfig::fromEnvironment()),
       capacity_(registry_.chip().totalMemoryBytes),
       streamsPerPool_(streamsPerPoolFromEnvironment()),
+      taskQueueLevel_(taskQueueLevelFromEnvironment()),
+      launchBlocking_(launchBlockingFromEnvironment()),
       devices_(static_cast<size_t>(registry_.deviceCount())),
       deviceTable_(static_cast<size_t>(registry_.deviceCount())) {
   if (auto hbm = environmentValue("NPUSIM_HBM_SIZE"); hbm && !hbm->empty()) {
@@ -111,6 +128,8 @@ Runtime::Runtime()
   // A malformed ASCEND_GLOBAL_LOG_LEVEL / ASCEND_SLOG_PRINT_TO_STDOUT is an
   // error of the runtime's start, as on the real stack.
   Plog::instance().validateConfiguration();
+  // ASCEND_LAUNCH_BLOCKING=1 makes every launch synchronous: no task queue.
+  if (launchBlocking_) taskQueueLevel_ = 0;
 }
 
 int Runtime::currentDevice() const noexcept { return tlsCurrentDevice; }

@@ -46,6 +46,9 @@ class Runtime {
   const AllocatorConfig& allocatorConfig() const noexcept { return allocatorConfig_; }
   uint64_t deviceCapacity() const noexcept { return capacity_; }
   HostClock& hostClock() noexcept { return hostClock_; }
+  // TASK_QUEUE_ENABLE (0, 1 default, 2), forced to 0 by ASCEND_LAUNCH_BLOCKING=1.
+  int taskQueueLevel() const noexcept { return taskQueueLevel_; }
+  bool launchBlocking() const noexcept { return launchBlocking_; }
 
   // The calling thread's current device (0 until set).
   int currentDevice() const noexcept;
@@ -82,6 +85,8 @@ class Runtime {
   AllocatorConfig allocatorConfig_;
   uint64_t capacity_;
   int streamsPerPool_;
+  int taskQueueLevel_;
+  bool launchBlocking_;
   HostClock hostClock_;
   mutable std::mutex initMutex_;
   std::vector<std::unique_ptr<Device>> devices_;  // index = logical id; null until initialized
