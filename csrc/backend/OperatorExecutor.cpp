@@ -55,13 +55,17 @@ class OperatorCall {
   int device() const { return device_; }
   const CallFacts& facts() const { return facts_; }
 
-  void noteDtype(const at::Tensor& t, bool isIndices) {
+  void noteDtype(const at::Tensor& t, bool isIndices, const c10::Argument& argument) {
     const int bit = dtypeBit(t.scalar_type());
     if (bit < 0) return;
     const runtime::DtypeMask mask = runtime::DtypeMask{1} << bit;
     if (facts_.firstDtype < 0) facts_.firstDtype = bit;
     facts_.allDtypes |= mask;
     if (isIndices) facts_.indexDtypes |= mask;
+    if ((mask & record_.rejectedDtypes) != 0 && facts_.rejectedType == c10::ScalarType::Undefined) {
+      facts_.rejectedArgument = argument.name();
+      facts_.rejectedType = t.scalar_type();
+    }
   }
 
   at::Tensor aliasArgument(const at::Tensor& npu, bool written) {
@@ -103,9 +107,10 @@ class OperatorCall {
     }
   }
 
-  void mapArguments(torch::jit::Stack& stack, size_t first, size_t count) {
+  void mapArguments(const c10::FunctionSchema& schema, torch::jit::Stack& stack, size_t first, size_t count) {
     size_t nextWritten = 0;
     const auto& written = record_.writtenArguments;
+    const auto& arguments = schema.arguments();
     for (size_t i = 0; i < count; ++i) {
       const bool isWritten = nextWritten < written.size() && written[nextWritten] == i;
       if (isWritten) ++nextWritten;
@@ -114,7 +119,7 @@ class OperatorCall {
       if (value.isTensor()) {
         const at::Tensor& t = value.toTensor();
         if (!t.defined()) continue;
-        noteDtype(t, isIndices);
+        noteDtype(t, isIndices, arguments[i]);
         if (isNpu(t)) {
           value = aliasArgument(t, isWritten);
         } else {
@@ -124,7 +129,7 @@ class OperatorCall {
         c10::List<at::Tensor> mapped;
         bool any = false;
         for (at::Tensor t : value.toTensorList()) {
-          if (t.defined()) noteDtype(t, isIndices);
+          if (t.defined()) noteDtype(t, isIndices, arguments[i]);
           if (t.defined() && isNpu(t)) {
             mapped.push_back(aliasArgument(t, isWritten));
             any = true;
@@ -138,7 +143,7 @@ class OperatorCall {
         c10::List<std::optional<at::Tensor>> mapped;
         bool any = false;
         for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
-          if (t.has_value() && t->defined()) noteDtype(*t, isIndices);
+          if (t.has_value() && t->defined()) noteDtype(*t, isIndices, arguments[i]);
           if (t.has_value() && t->defined() && isNpu(*t)) {
             mapped.push_back(aliasArgument(*t, isWritten));
             any = true;
@@ -270,7 +275,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   const size_t first = stack->size() - argumentCount;
 
   OperatorCall call(record);
-  call.mapArguments(*stack, first, argumentCount);
+  call.mapArguments(schema, *stack, first, argumentCount);
   if (call.device() < 0) call.noteDevice(c10::Device(c10::DeviceType::PrivateUse1));
   call.checkDevices();
   const PlacementDecision placement = decidePlacement(record, call.facts());

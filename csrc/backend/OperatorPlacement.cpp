@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cctype>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -128,6 +129,35 @@ int dtypeBit(c10::ScalarType type) noexcept {
   }
 }
 
+namespace {
+
+std::string replaceAll(std::string text, std::string_view placeholder, std::string_view value) {
+  for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + value.size())) {
+    text.replace(at, placeholder.size(), value);
+  }
+  return text;
+}
+
+// torch_npu's error for a dtype its kernels do not take, e.g.
+// "self scalar_type:UInt64is not surpported." then the CANN detail.
+[[noreturn]] void raiseUnsupportedDtype(const OperatorRecord& record, const CallFacts& facts) {
+  const int bit = dtypeBit(facts.rejectedType);
+  const auto& reject = placementTable().dtypeRules().rejects.at(bit);
+  std::string dtName = "DT_";
+  for (char c : runtime::kDtypeNames[static_cast<size_t>(bit)]) dtName += static_cast<char>(std::toupper(c));
+  auto fill = [&](const std::string& text) {
+    return replaceAll(replaceAll(replaceAll(text, "{arg}", facts.rejectedArgument), "{scalar_type}",
+                                 c10::toString(facts.rejectedType)),
+                      "{dt}", dtName);
+  };
+  const std::string message = fill(reject.message);
+  const std::string detail = reject.detail.empty() ? std::string() : "\n" + fill(reject.detail);
+  NPUSIM_PLOG(runtime::LogLevel::kError, "APP", "[PTA]:" + record.name + ": " + message + detail);
+  TORCH_CHECK(false, message, errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidType), detail);
+}
+
+}  // namespace
+
 PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts) {
   const runtime::PlacementRule* rule = record.placementRules.resolve(facts.firstDtype, facts.indexDtypes);
   const Placement placement = rule != nullptr ? rule->placement : record.defaultPlacement;
@@ -140,26 +170,20 @@ PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts
       NPUSIM_PLOG(runtime::LogLevel::kError, "APP", "[PTA]:" + message);
       TORCH_CHECK(false, message, errorSuffix(ErrorModule::kOps, ErrorKind::kFeatureNotSupported));
     }
-    if (!record.fallbackWarned.exchange(true)) {
+    if (!record.fallbackSourceRecorded.exchange(true)) {
       const std::string source = currentSourceLocation();
-      {
-        std::lock_guard<std::mutex> lock(reportMutex);
-        record.firstFallbackSource = source;
-      }
+      std::lock_guard<std::mutex> lock(reportMutex);
+      record.firstFallbackSource = source;
+    }
+    if (!record.fallbackWarned.exchange(true)) {
       const std::string message = "CAUTION: The operator '" + record.name +
                                   "' is not currently supported on the NPU backend and will fall back to run on the "
                                   "CPU. This may have performance implications.";
       NPUSIM_PLOG(runtime::LogLevel::kWarning, "APP", "[PTA]:" + message);
       if (!npuWarningsDisabled()) TORCH_WARN(message);
     }
-  } else if ((facts.allDtypes & placementTable().dtypeRules().rejectMask) != 0) {
-    for (const auto& [bit, reject] : placementTable().dtypeRules().rejects) {
-      if ((facts.allDtypes & (runtime::DtypeMask{1} << bit)) == 0) continue;
-      const std::string dtype(runtime::kDtypeNames[static_cast<size_t>(bit)]);
-      NPUSIM_PLOG(runtime::LogLevel::kError, "APP", "[PTA]:" + record.name + ": unsupported dtype " + dtype);
-      TORCH_CHECK(false, "The operator '", record.name, "' does not support dtype ", dtype, " on the NPU: ",
-                  reject.message, errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidType));
-    }
+  } else if (facts.rejectedType != c10::ScalarType::Undefined) {
+    raiseUnsupportedDtype(record, facts);
   }
   record.placementCalls[static_cast<size_t>(placement)].fetch_add(1, std::memory_order_relaxed);
   return PlacementDecision{placement, rule != nullptr && rule->sync};
@@ -199,6 +223,7 @@ void resetPlacementReport() {
   forEachOperatorRecord([](OperatorRecord& record) {
     for (auto& calls : record.placementCalls) calls.store(0, std::memory_order_relaxed);
     record.firstFallbackSource.clear();
+    record.fallbackSourceRecorded.store(false);
     // The warning stays "once per operator" for the process, as torch_npu's.
   });
 }

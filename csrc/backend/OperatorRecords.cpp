@@ -36,6 +36,7 @@ std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
     if (arguments[i].name() == "indices") record->indicesArgument = static_cast<int>(i);
   }
   record->placementRules = placementTable().lookup(record->name);
+  record->rejectedDtypes = placementTable().dtypeRules().rejectMask;
   // On the real stack an operator with a composite kernel runs that kernel
   // (made of operators that are classified one by one), so an unlisted
   // composite operator is no CPU fallback.

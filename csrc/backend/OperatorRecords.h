@@ -29,8 +29,10 @@ struct OperatorRecord {
   // and what applies when none does.
   runtime::OperatorRules placementRules;
   runtime::Placement defaultPlacement = runtime::Placement::kCpuFallback;
+  runtime::DtypeMask rejectedDtypes = 0;  // dtypes the release line rejects (copied from its table)
   std::array<std::atomic<uint64_t>, 3> placementCalls{};  // by runtime::Placement
-  std::atomic<bool> fallbackWarned{false};
+  std::atomic<bool> fallbackWarned{false};          // for the process, as torch_npu's warning
+  std::atomic<bool> fallbackSourceRecorded{false};  // since the last report reset
   std::string firstFallbackSource;   // guarded by the placement report's mutex
 };
 

@@ -147,7 +147,7 @@ def test_can_device_access_peer():
 
 
 def test_amp_support():
-    assert torch.npu.get_amp_supported_dtype() == [torch.float16, torch.bfloat16]
+    assert torch.npu.get_amp_supported_dtype() == [torch.float16, torch.bfloat16, torch.float32]  # as torch_npu
     assert torch.npu.is_bf16_supported()
     with torch.npu.amp.autocast():
         assert torch.npu.is_autocast_enabled()

@@ -1,0 +1,156 @@
+"""Training-step time of the two examples on npu against plain CPU PyTorch.
+
+For each example (``examples/resnet_cnn.py``: a small ResNet with SGD, ``examples/
+gpt_transformer.py``: a small GPT with AdamW) the benchmark builds the model and optimizer as
+the example's ``train()`` does, once on cpu and once on npu, runs warm-up steps on both, and
+then times steady-state steps in rounds that alternate cpu and npu (to cancel drift from
+other load on the machine). A step is exactly the body of the example's training loop: make
+the synthetic batch on the host and move it to the device, zero_grad, forward, loss,
+backward, optimizer step, ``loss.item()`` (which synchronizes).
+
+Prints the median step time per device and example, the ratio of those medians, and the
+median of the per-round npu/cpu ratios (each round times one cpu and one npu step back to
+back, which cancels most drift from other load); the target line takes the latter for the
+worst example (each example must meet the target), and the geometric
+mean is printed as well:
+
+    TARGET training step (worst example): 0.99x (target <= 1.1x) MET
+
+Usage: python bench/bench_training_step.py [--quick] [--threads N] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common  # noqa: E402
+
+TARGET = 1.10
+
+
+class ResNetStep:
+    """The loop body of ``resnet_cnn.train`` (batch 16, 32x32 images, SGD with momentum)."""
+
+    name = "resnet_cnn"
+
+    def __init__(self, torch, device: str, batch_size: int = 16, image_size: int = 32, seed: int = 0):
+        import resnet_cnn
+
+        self.torch, self.device = torch, device
+        self.batch_size, self.image_size = batch_size, image_size
+        torch.manual_seed(seed)
+        self.model = resnet_cnn.SmallResNet().to(device)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9, foreach=True)
+        self.data = torch.Generator().manual_seed(seed + 1)
+
+    def step(self) -> float:
+        torch, F = self.torch, self.torch.nn.functional
+        images = torch.randn(self.batch_size, 3, self.image_size, self.image_size, generator=self.data).to(self.device)
+        labels = torch.randint(0, 10, (self.batch_size,), generator=self.data).to(self.device)
+        self.optimizer.zero_grad()
+        loss = F.cross_entropy(self.model(images), labels)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
+class GptStep:
+    """The loop body of ``gpt_transformer.train`` (batch 8, context 64, AdamW)."""
+
+    name = "gpt_transformer"
+
+    def __init__(self, torch, device: str, batch_size: int = 8, context: int = 64, seed: int = 0):
+        import gpt_transformer
+
+        self.torch, self.device = torch, device
+        self.batch_size, self.context = batch_size, context
+        torch.manual_seed(seed)
+        self.model = gpt_transformer.SmallGPT(context=context).to(device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-4, foreach=True)
+        self.data = torch.Generator().manual_seed(seed + 1)
+
+    def step(self) -> float:
+        torch, F = self.torch, self.torch.nn.functional
+        tokens = torch.randint(0, 512, (self.batch_size, self.context + 1), generator=self.data).to(self.device)
+        self.optimizer.zero_grad()
+        logits = self.model(tokens[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
+def measure(torch, example_class, warmup: int, rounds: int, steps_per_round: int) -> dict:
+    """Median step time per device, and the median of the per-round npu/cpu ratios.
+
+    Each round times `steps_per_round` steps on each device back to back, so the two times of
+    a round see about the same load on the machine; the median of the per-round ratios is
+    therefore less sensitive to drift than the ratio of the two medians.
+    """
+    runners = {device: example_class(torch, device) for device in ("cpu", "npu")}
+    losses = {device: [runners[device].step() for _ in range(warmup)] for device in ("cpu", "npu")}
+    if losses["cpu"] != losses["npu"]:
+        print(f"warning: {example_class.name}: warm-up losses differ: {losses}", file=sys.stderr)
+    per_step = {"cpu": [], "npu": []}
+    cpu_time = {"cpu": [], "npu": []}  # process CPU time, all threads (npu runs backward on a worker thread)
+    for r in range(rounds):
+        # Alternate which device goes first, so that neither always follows the other.
+        order = ("cpu", "npu") if r % 2 == 0 else ("npu", "cpu")
+        for device in order:
+            runner = runners[device]
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(steps_per_round):
+                runner.step()
+            per_step[device].append((time.perf_counter() - start) / steps_per_round)
+            cpu_time[device].append((time.process_time() - start_cpu) / steps_per_round)
+    paired = [n / c for n, c in zip(per_step["npu"], per_step["cpu"])]
+    paired_cpu_time = [n / c for n, c in zip(cpu_time["npu"], cpu_time["cpu"])]
+    return {
+        "cpu": _common.median(per_step["cpu"]),
+        "npu": _common.median(per_step["npu"]),
+        "paired_ratio": _common.median(paired),
+        "paired_cpu_time_ratio": _common.median(paired_cpu_time),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (about 15 s)")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads for both devices (default 1)")
+    parser.add_argument("--rounds", type=int, default=None, help="timed rounds per device and example")
+    parser.add_argument("--steps-per-round", type=int, default=None, help="steps in one timed round")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per device first (default 3)")
+    args = parser.parse_args()
+    rounds = args.rounds or (8 if args.quick else 40)
+    steps_per_round = args.steps_per_round or 1
+
+    torch = _common.import_torch_and_npusim(args.threads)
+    if _common.EXAMPLES_DIR not in sys.path:
+        sys.path.insert(0, _common.EXAMPLES_DIR)
+
+    print(f"npusim from {_common.npusim_location()}")
+    print(f"training step, torch {torch.__version__}, threads {torch.get_num_threads()}, {args.warmup} warm-up "
+          f"steps, {rounds} alternating rounds of {steps_per_round} step(s) per device, median per step")
+    rows, ratios = [], []
+    for example_class in (ResNetStep, GptStep):
+        medians = measure(torch, example_class, args.warmup, rounds, steps_per_round)
+        ratio = medians["paired_ratio"]
+        ratios.append(ratio)
+        rows.append([example_class.name, f"{medians['cpu'] * 1e3:.2f}", f"{medians['npu'] * 1e3:.2f}",
+                     f"{(medians['npu'] - medians['cpu']) * 1e3:+.2f}", f"{medians['npu'] / medians['cpu']:.3f}x",
+                     f"{ratio:.3f}x", f"{medians['paired_cpu_time_ratio']:.3f}x"])
+    _common.print_table(["example", "cpu ms", "npu ms", "added ms", "ratio of medians", "paired ratio",
+                         "paired CPU-time ratio"], rows)
+    print("(ms: median wall time per step; the target uses the median of the per-round paired npu/cpu wall-time "
+          "ratios; the CPU-time ratio, process CPU time of all threads, is a cross-check less sensitive to other "
+          "load on the machine)")
+    print(f"geometric mean of the ratios: {_common.geometric_mean(ratios):.3f}x; worst {max(ratios):.3f}x")
+    print(_common.target_line("training step (worst example)", max(ratios), TARGET))
+
+
+if __name__ == "__main__":
+    main()
