@@ -9,6 +9,7 @@
 
 #include "backend/NpuAllocator.h"
 #include "backend/OperatorTiming.h"
+#include "perf/CostModel.h"
 #include "backend/TensorAliasing.h"
 
 namespace npusim::backend {
@@ -34,7 +35,12 @@ at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& we
     output = at::convolution(makeCpuAlias(input), makeCpuAlias(weight), cpuBias, stride, padding, dilation,
                              transposed, outputPadding, groups);
   }
-  chargeKernel(device);
+  const perf::TensorDesc operands[] = {describeTensor(input), describeTensor(weight),
+                                        cpuBias ? describeTensor(*bias) : perf::TensorDesc::undefined()};
+  const perf::TensorDesc result = describeTensor(output);
+  const int64_t arguments[] = {transposed ? 1 : 0, groups};
+  chargeOperator(device, perf::OperatorKind::kConvolution, operands, 3, &result, 1, runtime::Placement::kAiCore, false,
+                 arguments, 2);
   return adoptAsNpuTensor(output, device);
 }
 
@@ -54,7 +60,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
                                      biasSizes, stride, padding, dilation, transposed, outputPadding, groups,
                                      outputMask);
   }
-  chargeKernel(device);
+  const perf::TensorDesc operands[] = {describeTensor(gradOutput), describeTensor(input), describeTensor(weight)};
+  const perf::TensorDesc results[] = {describeTensor(std::get<0>(grads)), describeTensor(std::get<1>(grads)),
+                                      describeTensor(std::get<2>(grads))};
+  namespace args = perf::convolution_args;
+  const int64_t mask = (outputMask[0] ? args::kGradInput : 0) | (outputMask[1] ? args::kGradWeight : 0) |
+                       (outputMask[2] ? args::kGradBias : 0);
+  const int64_t arguments[] = {transposed ? 1 : 0, groups, mask};
+  chargeOperator(device, perf::OperatorKind::kConvolutionBackward, operands, 3, results, 3,
+                 runtime::Placement::kAiCore, false, arguments, 3);
   return {adoptOrUndefined(std::get<0>(grads), device), adoptOrUndefined(std::get<1>(grads), device),
           adoptOrUndefined(std::get<2>(grads), device)};
 }

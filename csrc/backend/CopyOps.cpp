@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "backend/OperatorPlacement.h"
+#include "backend/PinnedMemory.h"
 #include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
 
@@ -24,16 +25,18 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlock
   if (self.numel() == 0) return dst;
   at::Tensor source = fromNpu ? makeCpuAlias(self) : self;
   at::Tensor target = toNpu ? makeCpuAlias(dst) : dst;
+  const uint64_t bytes = static_cast<uint64_t>(dst.numel()) * dst.element_size();
   if (fromNpu && !toNpu) {
     // Device to host: the host waits for the work that produces the data,
     // unless the copy is asynchronous.
-    chargeKernel(self.device().index());
-    if (!nonBlocking) {
-      waitForCurrentStream(self.device().index());
-      recordSyncPoint("copy to host (Tensor.cpu(), .numpy(), .tolist(), print)");
-    }
+    chargeCopy(self.device().index(), bytes, CopyDirection::kDeviceToHost, isPinnedHostPointer(dst.data_ptr()),
+               nonBlocking);
+    if (!nonBlocking) recordSyncPoint("copy to host (Tensor.cpu(), .numpy(), .tolist(), print)");
+  } else if (!fromNpu && toNpu) {
+    chargeCopy(dst.device().index(), bytes, CopyDirection::kHostToDevice, isPinnedHostPointer(self.data_ptr()),
+               nonBlocking);
   } else {
-    chargeKernel((toNpu ? dst : self).device().index());
+    chargeCopy(dst.device().index(), bytes, CopyDirection::kDeviceToDevice, false, true);
   }
   target.copy_(source, nonBlocking);
   return dst;

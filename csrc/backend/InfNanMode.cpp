@@ -145,21 +145,21 @@ void nonFiniteCheckAndUnscale(at::TensorList scaledGrads, at::Tensor& foundInf, 
     gradsOnHost.reserve(scaledGrads.size());
     for (const auto& grad : scaledGrads) gradsOnHost.push_back(makeCpuAlias(grad));
     at::_amp_foreach_non_finite_check_and_unscale_(gradsOnHost, foundInfOnHost, invScaleOnHost);
-    chargeKernel(device);
+    for (const auto& grad : scaledGrads) chargeElementwise(device, grad);
     return;
   }
   // Reading the status register synchronizes the stream.
-  chargeKernel(device);
+  chargeElementwise(device, foundInf);
   waitForCurrentStream(device);
   if (overflowFlag(device)) {
     clearOverflowFlag(device);
     foundInfOnHost.fill_(1.0);
-    chargeKernel(device);
+    chargeElementwise(device, foundInf);
     return;
   }
   for (const auto& grad : scaledGrads) {
     makeCpuAlias(grad).mul_(invScaleOnHost);
-    chargeKernel(device);
+    chargeElementwise(device, grad);
   }
 }
 

@@ -55,6 +55,18 @@ class OperatorCall {
   int device() const { return device_; }
   const CallFacts& facts() const { return facts_; }
 
+  // Every tensor argument in order, for pricing: inputs are those not
+  // written. Kept alive here: the kernel pops them off the stack.
+  void noteOperand(const at::Tensor& t, bool written) {
+    if (!written) inputs_.push_back(t);
+  }
+
+  c10::SmallVector<perf::TensorDesc, 8> describeInputs() const {
+    c10::SmallVector<perf::TensorDesc, 8> descs;
+    for (const auto& t : inputs_) descs.push_back(describeTensor(t));
+    return descs;
+  }
+
   void noteDtype(const at::Tensor& t, bool isIndices, const c10::Argument& argument) {
     const int bit = dtypeBit(t.scalar_type());
     if (bit < 0) return;
@@ -120,6 +132,7 @@ class OperatorCall {
         const at::Tensor& t = value.toTensor();
         if (!t.defined()) continue;
         noteDtype(t, isIndices, arguments[i]);
+        noteOperand(t, isWritten);
         if (isNpu(t)) {
           value = aliasArgument(t, isWritten);
         } else {
@@ -129,7 +142,10 @@ class OperatorCall {
         c10::List<at::Tensor> mapped;
         bool any = false;
         for (at::Tensor t : value.toTensorList()) {
-          if (t.defined()) noteDtype(t, isIndices, arguments[i]);
+          if (t.defined()) {
+            noteDtype(t, isIndices, arguments[i]);
+            noteOperand(t, isWritten);
+          }
           if (t.defined() && isNpu(t)) {
             mapped.push_back(aliasArgument(t, isWritten));
             any = true;
@@ -143,7 +159,10 @@ class OperatorCall {
         c10::List<std::optional<at::Tensor>> mapped;
         bool any = false;
         for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
-          if (t.has_value() && t->defined()) noteDtype(*t, isIndices, arguments[i]);
+          if (t.has_value() && t->defined()) {
+            noteDtype(*t, isIndices, arguments[i]);
+            noteOperand(*t, isWritten);
+          }
           if (t.has_value() && t->defined() && isNpu(*t)) {
             mapped.push_back(aliasArgument(*t, isWritten));
             any = true;
@@ -260,6 +279,7 @@ class OperatorCall {
 
   const OperatorRecord& record_;
   CallFacts facts_;
+  c10::SmallVector<at::Tensor, 8> inputs_;
   int device_ = -1;
   c10::Device foreignDevice_{c10::DeviceType::Meta};
   c10::SmallVector<StorageAlias, 4> storages_;
@@ -286,17 +306,26 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
     const ScopedOutputDevice outputs(call.device());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }
-  chargeKernel(call.device());
-  if (placement.sync) {
-    // A data-dependent output size (nonzero, boolean indexing, ...): the host
-    // waits for the device before it can go on.
-    waitForCurrentStream(call.device());
-    recordSyncPoint(record.name);
+  const size_t returnCount = schema.returns().size();
+  const size_t firstReturn = stack->size() - returnCount;
+  c10::SmallVector<perf::TensorDesc, 4> outputs;
+  for (size_t i = firstReturn; i < stack->size(); ++i) {
+    const c10::IValue& value = (*stack)[i];
+    if (value.isTensor()) {
+      outputs.push_back(describeTensor(value.toTensor()));
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& t : value.toTensorVector()) outputs.push_back(describeTensor(t));
+    }
   }
+  // A data-dependent output size (nonzero, boolean indexing, ...) makes the
+  // host wait for the device before it can go on.
+  const auto inputs = call.describeInputs();
+  chargeOperator(call.device(), record.kind, inputs.data(), static_cast<int>(inputs.size()),
+                 outputs.data(), static_cast<int>(outputs.size()), placement.placement, placement.sync);
+  if (placement.sync) recordSyncPoint(record.name);
   call.propagateWrites();
 
-  const size_t returnCount = schema.returns().size();
-  for (size_t i = stack->size() - returnCount; i < stack->size(); ++i) {
+  for (size_t i = firstReturn; i < stack->size(); ++i) {
     (*stack)[i] = call.toNpu(std::move((*stack)[i]));
   }
 }
@@ -322,10 +351,13 @@ size_t routeCpuKernelsThroughExecutor() {
     for (const auto& name : dispatcher.getAllOpNames()) {
       if (name.name.rfind("aten::", 0) != 0) continue;
       const auto op = dispatcher.findOp(name);
-      if (!op || !op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
-          op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
-        continue;
-      }
+      if (!op || op->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
+      // torch_npu runs the multi-tensor _foreach_* operators as one fused
+      // kernel each; ATen's composite version would launch one operator per
+      // tensor. Running the composite on CPU aliases in one executor call
+      // gives the same numbers with the real stack's launch count.
+      const bool multiTensor = name.name.rfind("aten::_foreach_", 0) == 0;
+      if (!multiTensor && !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
       if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
           !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
         continue;

@@ -35,6 +35,7 @@ std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
     if (*type == *generator || *type == *c10::OptionalType::create(generator)) record->generatorArguments.push_back(i);
     if (arguments[i].name() == "indices") record->indicesArgument = static_cast<int>(i);
   }
+  record->kind = perf::classifyOperator(record->name);
   record->placementRules = placementTable().lookup(record->name);
   record->rejectedDtypes = placementTable().dtypeRules().rejectMask;
   // On the real stack an operator with a composite kernel runs that kernel

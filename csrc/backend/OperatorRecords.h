@@ -13,6 +13,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include "perf/OperatorKind.h"
 #include "runtime/PlacementTable.h"
 
 namespace npusim::backend {
@@ -23,7 +24,8 @@ struct OperatorRecord {
   bool acceptsCpuTensors = false;    // indexing ops take CPU index tensors, as on CUDA
   std::vector<size_t> writtenArguments;  // indices of Tensor(a!) arguments
   std::vector<size_t> generatorArguments;  // indices of Generator? arguments
-  int indicesArgument = -1;          // the "indices" Tensor?[] argument, for index_dtype rules
+  int indicesArgument = -1;
+  perf::OperatorKind kind = perf::OperatorKind::kOther;  // how the cost model prices it          // the "indices" Tensor?[] argument, for index_dtype rules
 
   // Placement (see OperatorPlacement.h): the table's rules for this overload
   // and what applies when none does.

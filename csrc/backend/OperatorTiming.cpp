@@ -1,18 +1,160 @@
 #include "backend/OperatorTiming.h"
 
+#include <atomic>
+#include <mutex>
+
 #include "backend/NpuStreams.h"
+#include "perf/CostModel.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::backend {
+namespace {
 
-void chargeKernel(int device, runtime::SimTimeNs deviceDuration) {
+const perf::CostModel& costModel() {
+  static const perf::CostModel model(runtime::Runtime::instance().chip());
+  return model;
+}
+
+perf::DType perfDtype(c10::ScalarType type) noexcept {
+  switch (type) {
+    case c10::ScalarType::Float: return perf::DType::kFloat32;
+    case c10::ScalarType::Half: return perf::DType::kFloat16;
+    case c10::ScalarType::BFloat16: return perf::DType::kBFloat16;
+    case c10::ScalarType::Double: return perf::DType::kFloat64;
+    case c10::ScalarType::Char: return perf::DType::kInt8;
+    case c10::ScalarType::Byte: return perf::DType::kUInt8;
+    case c10::ScalarType::Short: return perf::DType::kInt16;
+    case c10::ScalarType::Int: return perf::DType::kInt32;
+    case c10::ScalarType::Long: return perf::DType::kInt64;
+    case c10::ScalarType::Bool: return perf::DType::kBool;
+    case c10::ScalarType::ComplexFloat: return perf::DType::kComplex64;
+    default: return perf::DType::kOther;
+  }
+}
+
+perf::Placement perfPlacement(runtime::Placement placement) noexcept {
+  switch (placement) {
+    case runtime::Placement::kAiCore: return perf::Placement::kAiCore;
+    case runtime::Placement::kAiCpu: return perf::Placement::kAiCpu;
+    case runtime::Placement::kCpuFallback: return perf::Placement::kCpuFallback;
+  }
+  return perf::Placement::kAiCore;
+}
+
+struct Totals {
+  std::array<std::atomic<uint64_t>, 6> deviceNsByUnit{};
+  std::atomic<uint64_t> cubeMilliFlops{0};  // FLOPs / 1000, to stay integral
+  std::atomic<uint64_t> hostDispatchNs{0};
+  std::atomic<uint64_t> launches{0};
+  std::atomic<uint64_t> hostStartNs{0};
+};
+Totals totals;
+
+void account(const perf::Cost& cost, runtime::SimTimeNs dispatch) {
+  totals.deviceNsByUnit[static_cast<size_t>(cost.unit)].fetch_add(cost.deviceNs, std::memory_order_relaxed);
+  if (perf::Unit::kCube == cost.unit) {
+    totals.cubeMilliFlops.fetch_add(static_cast<uint64_t>(cost.flops / 1000.0), std::memory_order_relaxed);
+  }
+  totals.hostDispatchNs.fetch_add(dispatch, std::memory_order_relaxed);
+  totals.launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept {
+  if (!tensor.defined()) return perf::TensorDesc::undefined();
+  perf::TensorDesc desc;
+  desc.sizes = tensor.sizes().data();
+  desc.strides = tensor.strides().data();
+  desc.rank = static_cast<int>(tensor.dim());
+  desc.dtype = perfDtype(tensor.scalar_type());
+  return desc;
+}
+
+void chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
+                    const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
+                    bool dataDependentSync, const int64_t* intArgs, int intArgCount) {
   auto& rt = runtime::Runtime::instance();
-  rt.hostClock().advance(kHostDispatchNs);
-  rt.timeline(device).submit(currentStream(device), deviceDuration);
+  const perf::CostModel& model = costModel();
+  const perf::Cost cost = model.price(kind, inputs, inputCount, outputs, outputCount, perfPlacement(placement),
+                                      perf::CostOptions{}, intArgs, intArgCount);
+  const runtime::SimTimeNs dispatch = model.hostDispatchNs(rt.taskQueueLevel(), kind);
+  auto& timeline = rt.timeline(device);
+  const runtime::StreamId stream = currentStream(device);
+  rt.hostClock().advance(dispatch);
+  if (cost.synchronizesHost) timeline.synchronizeStream(stream);
+  timeline.submit(stream, cost.deviceNs);
+  // A CPU fallback computes on the host: the host is busy for that long too.
+  if (cost.hostNs > 0) rt.hostClock().advance(cost.hostNs);
+  if (dataDependentSync || rt.launchBlocking()) timeline.synchronizeStream(stream);
+  account(cost, dispatch);
+}
+
+void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinnedHost, bool nonBlocking) {
+  auto& rt = runtime::Runtime::instance();
+  const perf::CostModel& model = costModel();
+  perf::Cost cost;
+  cost.unit = perf::Unit::kTransfer;
+  cost.bytes = static_cast<double>(bytes);
+  switch (direction) {
+    case CopyDirection::kHostToDevice: cost.deviceNs = model.hostToDevice(bytes, pinnedHost); break;
+    case CopyDirection::kDeviceToHost: cost.deviceNs = model.deviceToHost(bytes, pinnedHost); break;
+    case CopyDirection::kDeviceToDevice: {
+      // A device copy is a data-movement kernel reading and writing `bytes`.
+      const int64_t elements = static_cast<int64_t>(bytes);
+      perf::TensorDesc desc;
+      desc.sizes = &elements;
+      desc.rank = 1;
+      desc.dtype = perf::DType::kUInt8;
+      cost = model.price(perf::OperatorKind::kDataMovement, &desc, 1, &desc, 1, perf::Placement::kAiCore,
+                         perf::CostOptions{});
+      break;
+    }
+  }
+  const runtime::SimTimeNs dispatch = model.hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kDataMovement);
+  auto& timeline = rt.timeline(device);
+  const runtime::StreamId stream = currentStream(device);
+  rt.hostClock().advance(dispatch);
+  timeline.submit(stream, cost.deviceNs);
+  // A copy from pageable memory, or to the host, returns only when done unless asked not to.
+  const bool hostWaits = direction == CopyDirection::kDeviceToHost
+                             ? !nonBlocking
+                             : direction == CopyDirection::kHostToDevice && !(pinnedHost && nonBlocking);
+  if (hostWaits || rt.launchBlocking()) timeline.synchronizeStream(stream);
+  account(cost, dispatch);
+}
+
+void chargeDeviceCopy(int device, uint64_t bytes) {
+  chargeCopy(device, bytes, CopyDirection::kDeviceToDevice, false, true);
+}
+
+void chargeElementwise(int device, const at::Tensor& tensor) {
+  const perf::TensorDesc desc = describeTensor(tensor);
+  chargeOperator(device, perf::OperatorKind::kElementwise, &desc, 1, &desc, 1, runtime::Placement::kAiCore, false);
 }
 
 void waitForCurrentStream(int device) {
   runtime::Runtime::instance().timeline(device).synchronizeStream(currentStream(device));
+}
+
+TimingTotals timingTotals() {
+  TimingTotals out;
+  for (size_t i = 0; i < out.deviceNsByUnit.size(); ++i) {
+    out.deviceNsByUnit[i] = totals.deviceNsByUnit[i].load(std::memory_order_relaxed);
+  }
+  out.cubeFlops = static_cast<double>(totals.cubeMilliFlops.load(std::memory_order_relaxed)) * 1000.0;
+  out.hostDispatchNs = totals.hostDispatchNs.load(std::memory_order_relaxed);
+  out.launches = totals.launches.load(std::memory_order_relaxed);
+  out.hostStartNs = totals.hostStartNs.load(std::memory_order_relaxed);
+  return out;
+}
+
+void resetTimingTotals() {
+  for (auto& value : totals.deviceNsByUnit) value.store(0, std::memory_order_relaxed);
+  totals.cubeMilliFlops.store(0, std::memory_order_relaxed);
+  totals.hostDispatchNs.store(0, std::memory_order_relaxed);
+  totals.launches.store(0, std::memory_order_relaxed);
+  totals.hostStartNs.store(runtime::Runtime::instance().hostClock().now(), std::memory_order_relaxed);
 }
 
 }  // namespace npusim::backend

@@ -1,25 +1,58 @@
-// Charges the work of npu operators and copies to the simulated timeline.
+// Puts the work of npu operators and copies on the simulated timeline, priced
+// by the performance model (csrc/perf) of the chosen chip, and keeps the
+// totals the performance report is made of.
 //
-// Until the performance model prices each operator (csrc/perf), every kernel
-// costs the device-side launch floor and every launch costs the host its
-// dispatch time; both are the working values of ascend-hardware.md §6.3.
+// Per launch the host clock advances by the dispatch cost of the task-queue
+// level; the kernel's modelled duration lands on the current stream, starting
+// when both the stream is free and the host has issued it. AI CPU operators
+// and CPU fallbacks make the host wait first (their inputs are read back), a
+// data-dependent output size makes it wait after, and ASCEND_LAUNCH_BLOCKING=1
+// makes every launch synchronous.
 #pragma once
 
-#include <cstddef>
+#include <array>
 #include <cstdint>
 
+#include <ATen/core/Tensor.h>
+
+#include "perf/OperatorKind.h"
+#include "perf/TensorDesc.h"
+#include "runtime/PlacementTable.h"
 #include "runtime/Timeline.h"
 
 namespace npusim::backend {
 
-constexpr runtime::SimTimeNs kHostDispatchNs = 15'000;  // eager dispatch with the task queue on
-constexpr runtime::SimTimeNs kKernelFloorNs = 5'000;    // minimum device time of one kernel
+// A description of `tensor` for the cost model, pointing into its metadata
+// (valid while the tensor lives).
+perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept;
 
-// One kernel launched from the host on the current stream of `device`.
-void chargeKernel(int device, runtime::SimTimeNs deviceDuration = kKernelFloorNs);
+// One operator call on the current stream of `device`.
+void chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
+                    const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
+                    bool dataDependentSync, const int64_t* intArgs = nullptr, int intArgCount = 0);
 
-// The host blocks until the current stream of `device` has finished (a
-// synchronization point such as .item() or a copy to the host).
+enum class CopyDirection { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+// A copy of `bytes` between host and device (or within the device).
+void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinnedHost, bool nonBlocking);
+
+// A resize or similar that moves `bytes` within the device.
+void chargeDeviceCopy(int device, uint64_t bytes);
+
+// An element-wise pass over `tensor` on its device (e.g. saturating it).
+void chargeElementwise(int device, const at::Tensor& tensor);
+
+// The host blocks until the current stream of `device` has finished.
 void waitForCurrentStream(int device);
+
+// Where the simulated time went since the last reset.
+struct TimingTotals {
+  std::array<uint64_t, 6> deviceNsByUnit{};  // by perf::Unit
+  double cubeFlops = 0;                     // useful matrix FLOPs
+  uint64_t hostDispatchNs = 0;
+  uint64_t launches = 0;
+  uint64_t hostStartNs = 0;                 // host clock at the reset
+};
+TimingTotals timingTotals();
+void resetTimingTotals();
 
 }  // namespace npusim::backend

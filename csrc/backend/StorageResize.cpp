@@ -16,7 +16,7 @@ void resizeNpuStorage(const c10::Storage& storage, size_t newBytes) {
   const size_t kept = std::min(impl->nbytes(), newBytes);
   if (kept > 0 && impl->data() != nullptr) {
     std::memcpy(fresh.get(), impl->data(), kept);
-    chargeKernel(device);
+    chargeDeviceCopy(device, kept);
   }
   impl->set_data_ptr_noswap(std::move(fresh));
   impl->set_nbytes(newBytes);

@@ -33,7 +33,7 @@ import importlib.metadata
 import os
 import sys
 
-__all__ = ["npu", "placement_report", "reset_placement_report"]
+__all__ = ["npu", "placement_report", "reset_placement_report", "performance_report", "reset_performance_report"]
 
 _REGISTERED = False
 
@@ -171,6 +171,7 @@ def _autoload() -> None:
 _load()
 
 from npusim import npu  # noqa: E402  (torch.npu)
+from npusim.performance import performance_report, reset_performance_report  # noqa: E402
 from npusim.placement import placement_report, reset_placement_report  # noqa: E402
 from npusim import _transfer_to_npu  # noqa: E402
 

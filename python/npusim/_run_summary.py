@@ -32,6 +32,7 @@ class RunSummary:
     operator_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     host_time_ns: int = 0
     placement: dict[str, Any] = dataclasses.field(default_factory=dict)
+    performance: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def top_operators(self, count: int = 5) -> list[tuple[str, int]]:
         ranked = sorted(self.operator_counts.items(), key=lambda item: (-item[1], item[0]))
@@ -55,7 +56,7 @@ def _first_stat(stats: dict[str, Any], name: str, metric: str) -> int:
     return 0
 
 
-def collect() -> RunSummary:
+def collect(steps: int | None = None) -> RunSummary:
     """Read the simulated devices' state now."""
     from npusim import _C
 
@@ -81,6 +82,12 @@ def collect() -> RunSummary:
         summary.placement = placement_report()
     except Exception:
         summary.placement = {}
+    try:
+        from npusim.performance import performance_report
+
+        summary.performance = performance_report(steps=steps)
+    except Exception:
+        summary.performance = {}
     for index in range(summary.device_count):
         if not _C._is_device_initialized(index):
             continue  # never used: reading it must not initialize it
@@ -123,6 +130,10 @@ def format_summary(summary: RunSummary, program: str, exit_code: int) -> str:
             f"{format_bytes(device.peak_reserved_bytes)} reserved; simulated device time "
             f"{_milliseconds(device.device_time_ns)} (busy {_milliseconds(device.busy_ns)})"
         )
+    if summary.performance:
+        from npusim.performance import format_performance_report
+
+        lines.extend(f"  {line}" for line in format_performance_report(summary.performance))
     if summary.placement:
         from npusim.placement import format_placement_report
 

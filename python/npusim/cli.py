@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         "torch_npu compatibility active, then print a summary to stderr.",
     )
     run.add_argument("--no-summary", action="store_true", help="do not print the summary")
+    run.add_argument(
+        "--steps", type=int, default=None, metavar="N", help="the program runs N training steps: report time per step"
+    )
     run.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script (like python -m)")
     run.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python program")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its arguments")
@@ -154,7 +157,7 @@ def _command_run(args: argparse.Namespace) -> int:
         from npusim import _run_summary
 
         try:
-            text = _run_summary.format_summary(_run_summary.collect(), program, exit_code)
+            text = _run_summary.format_summary(_run_summary.collect(args.steps), program, exit_code)
         except Exception as error:  # the summary must never hide the program's outcome
             text = f"[npusim] no summary: {type(error).__name__}: {error}\n"
         sys.stderr.write(text)

@@ -15,6 +15,7 @@
 #include "backend/NpuStreams.h"
 #include "backend/OperatorExecutor.h"
 #include "backend/OperatorPlacement.h"
+#include "backend/OperatorTiming.h"
 #include "backend/SourceLocation.h"
 #include "backend/OperatorRecords.h"
 #include "runtime/HostAllocator.h"
@@ -208,6 +209,22 @@ PYBIND11_MODULE(_C, m) {
   routeCpuKernelsThroughExecutor();
   setSourceLocator(&userSourceLocation);
   m.def("_set_library_paths", [](const std::vector<std::string>& prefixes) { libraryPathPrefixes() = prefixes; });
+  m.def("_timing_totals", torch::wrap_pybind_function([]() {
+          const TimingTotals totals = timingTotals();
+          static const char* kUnits[] = {"cube", "vector", "ai_cpu", "cpu_fallback", "transfer", "other"};
+          py::dict byUnit;
+          for (size_t i = 0; i < totals.deviceNsByUnit.size(); ++i) byUnit[kUnits[i]] = totals.deviceNsByUnit[i];
+          py::dict d;
+          d["device_ns_by_unit"] = byUnit;
+          d["cube_flops"] = totals.cubeFlops;
+          d["host_dispatch_ns"] = totals.hostDispatchNs;
+          d["launches"] = totals.launches;
+          d["host_start_ns"] = totals.hostStartNs;
+          d["host_now_ns"] = rt().hostClock().now();
+          d["peak_fp16_flops"] = rt().chip().peakFp16Flops();
+          return d;
+        }));
+  m.def("_reset_timing_totals", torch::wrap_pybind_function([]() { resetTimingTotals(); }));
   m.def("_placement_report", torch::wrap_pybind_function([]() { return placementReportDict(); }));
   m.def("_reset_placement_report", torch::wrap_pybind_function([]() { resetPlacementReport(); }));
 

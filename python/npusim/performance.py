@@ -1,0 +1,84 @@
+"""What the program would cost on the real chip: npusim's performance report.
+
+Every operator on ``npu`` is priced by the performance model of the chosen chip (910B2 by
+default; ``NPUSIM_SOC``) and placed on the simulated timeline (host dispatch, streams, syncs).
+:func:`performance_report` sums it up since the start or the last reset: the estimated elapsed
+time on the chip (per step when you say how many steps ran), where it went (Cube, Vector, AI CPU,
+CPU fallback, transfers, and the time the device sat idle waiting for the host), the model FLOPs
+utilisation of the Cube, and the peak device memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["performance_report", "reset_performance_report", "format_performance_report"]
+
+_UNITS = ("cube", "vector", "ai_cpu", "cpu_fallback", "transfer")
+
+
+def performance_report(steps: int | None = None, reset: bool = False) -> dict[str, Any]:
+    """The report as a dict (times in seconds of simulated chip time).
+
+    Keys: ``chip``; ``elapsed_s`` (host and device timelines together); ``step_s`` (elapsed /
+    steps, when ``steps`` is given); ``busy_s`` by unit; ``host_bound_idle_s`` (device idle while
+    the host dispatched or waited); ``launches``; ``mfu`` (useful Cube FLOPs / (elapsed x peak
+    fp16/bf16 FLOP/s)); ``peak_memory_bytes`` (largest allocated peak over the devices).
+    """
+    from npusim import _C
+
+    totals = dict(_C._timing_totals())
+    device_clock = 0
+    peak_memory = 0
+    for index in range(_C._device_count()):
+        if not _C._is_device_initialized(index):
+            continue
+        device_clock = max(device_clock, int(_C._timeline_info(index)["device_ns"]))
+        peak_memory = max(peak_memory, int(_C._memory_stats(index)["allocated_bytes"][0]["peak"]))
+    start = int(totals["host_start_ns"])
+    end = max(int(totals["host_now_ns"]), device_clock)
+    elapsed_ns = max(0, end - start)
+    busy = {unit: int(totals["device_ns_by_unit"][unit]) / 1e9 for unit in _UNITS}
+    busy_total = sum(busy.values())
+    report = {
+        "chip": str(_C._chip_info()["soc_name"]),
+        "elapsed_s": elapsed_ns / 1e9,
+        "busy_s": busy,
+        "host_bound_idle_s": max(0.0, elapsed_ns / 1e9 - busy_total),
+        "launches": int(totals["launches"]),
+        "mfu": (totals["cube_flops"] / (elapsed_ns / 1e9 * totals["peak_fp16_flops"])) if elapsed_ns else 0.0,
+        "peak_memory_bytes": peak_memory,
+    }
+    if steps:
+        report["steps"] = steps
+        report["step_s"] = report["elapsed_s"] / steps
+    if reset:
+        reset_performance_report()
+    return report
+
+
+def reset_performance_report() -> None:
+    """Start a new report: totals to zero, elapsed time from now (peak memory is torch.npu's)."""
+    from npusim import _C
+
+    _C._reset_timing_totals()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def format_performance_report(report: dict[str, Any]) -> list[str]:
+    """The lines ``npusim run`` prints."""
+    if not report["launches"]:
+        return []
+    elapsed = report["elapsed_s"]
+    head = f"estimated on {report['chip']}: {_ms(elapsed)} elapsed"
+    if "step_s" in report:
+        head += f", {_ms(report['step_s'])} per step ({report['steps']} steps)"
+    lines = [head + f", {report['launches']} launches, MFU {report['mfu'] * 100:.1f}%"]
+    parts = [f"{unit} {_ms(seconds)}" for unit, seconds in report["busy_s"].items() if seconds > 0]
+    parts.append(f"host-bound idle {_ms(report['host_bound_idle_s'])}")
+    lines.append("  breakdown: " + ", ".join(parts))
+    lines.append(f"  peak device memory: {report['peak_memory_bytes'] / 2**20:.2f} MiB")
+    return lines
