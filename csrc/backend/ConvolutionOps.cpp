@@ -7,6 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "backend/EstimateMode.h"
 #include "backend/NpuAllocator.h"
 #include "backend/OperatorTiming.h"
 #include "perf/CostModel.h"
@@ -15,11 +16,20 @@
 namespace npusim::backend {
 namespace {
 
-at::Tensor aliasOrUndefined(const at::Tensor& t) { return t.defined() ? makeCpuAlias(t) : t; }
-
-at::Tensor adoptOrUndefined(const at::Tensor& t, int device) {
-  return t.defined() ? adoptAsNpuTensor(t, device) : t;
+// The tensor a host kernel works on: a CPU alias, or in estimate-only mode a
+// meta one (shapes only).
+at::Tensor alias(const at::Tensor& npu) {
+  return estimateOnly() ? makeMetaAlias(npu, makeMetaStorageAlias(npu.storage())) : makeCpuAlias(npu);
 }
+
+at::Tensor adopt(const at::Tensor& output, int device) {
+  if (!estimateOnly()) return adoptAsNpuTensor(output, device);
+  return npuViewOf(allocateNpuStorageFor(output.storage(), device), output);
+}
+
+at::Tensor aliasOrUndefined(const at::Tensor& t) { return t.defined() ? alias(t) : t; }
+
+at::Tensor adoptOrUndefined(const at::Tensor& t, int device) { return t.defined() ? adopt(t, device) : t; }
 
 at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& weight,
                                    const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
@@ -28,11 +38,11 @@ at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& we
   const int device = input.device().index();
   const c10::DeviceGuard guard(input.device());
   std::optional<at::Tensor> cpuBias;
-  if (bias.has_value() && bias->defined()) cpuBias = makeCpuAlias(*bias);
+  if (bias.has_value() && bias->defined()) cpuBias = alias(*bias);
   at::Tensor output;
   {
     const ScopedOutputDevice outputs(device);
-    output = at::convolution(makeCpuAlias(input), makeCpuAlias(weight), cpuBias, stride, padding, dilation,
+    output = at::convolution(alias(input), alias(weight), cpuBias, stride, padding, dilation,
                              transposed, outputPadding, groups);
   }
   const perf::TensorDesc operands[] = {describeTensor(input), describeTensor(weight),
@@ -41,7 +51,7 @@ at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& we
   const int64_t arguments[] = {transposed ? 1 : 0, groups};
   chargeOperator(device, perf::OperatorKind::kConvolution, operands, 3, &result, 1, runtime::Placement::kAiCore, false,
                  arguments, 2);
-  return adoptAsNpuTensor(output, device);
+  return adopt(output, device);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
@@ -56,7 +66,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
   {
     const ScopedOutputDevice outputs(device);
-    grads = at::convolution_backward(aliasOrUndefined(gradOutput), makeCpuAlias(input), makeCpuAlias(weight),
+    grads = at::convolution_backward(aliasOrUndefined(gradOutput), alias(input), alias(weight),
                                      biasSizes, stride, padding, dilation, transposed, outputPadding, groups,
                                      outputMask);
   }

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
+#include "backend/EstimateMode.h"
 #include "backend/OperatorPlacement.h"
 #include "backend/PinnedMemory.h"
 #include "backend/OperatorTiming.h"
@@ -37,6 +38,14 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlock
                nonBlocking);
   } else {
     chargeCopy(dst.device().index(), bytes, CopyDirection::kDeviceToDevice, false, true);
+  }
+  if (estimateOnly()) {
+    // No data on the device: a copy to the host gives zeros, others move nothing.
+    if (!toNpu) {
+      warnEstimateOnce("copy to host", "copies to the host give zeros in estimate-only mode (the device holds no data)");
+      target.zero_();
+    }
+    return dst;
   }
   target.copy_(source, nonBlocking);
   return dst;

@@ -11,6 +11,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "backend/EstimateMode.h"
 #include "backend/NpuAllocator.h"
 #include "backend/OperatorPlacement.h"
 #include "backend/OperatorTiming.h"
@@ -105,6 +106,10 @@ c10::Scalar localScalarDense(const at::Tensor& self) {
   // Reading a value on the host waits for the device: a synchronization point.
   waitForCurrentStream(self.device().index());
   recordSyncPoint("Tensor.item()");
+  if (estimateOnly()) {
+    warnEstimateOnce("item", "Tensor.item() has no data to read in estimate-only mode and returns 0");
+    return c10::Scalar(0);
+  }
   return makeCpuAlias(self).item();
 }
 

@@ -19,6 +19,7 @@
 #include <torch/library.h>
 
 #include "backend/OperatorExecutor.h"
+#include "backend/EstimateMode.h"
 #include "backend/NpuAllocator.h"
 #include "backend/NpuGenerator.h"
 #include "backend/OperatorPlacement.h"
@@ -50,7 +51,11 @@ bool isNpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::P
 
 class OperatorCall {
  public:
-  explicit OperatorCall(const OperatorRecord& record) : record_(record) {}
+  // With `meta`, the aliases are meta tensors (estimate-only mode): the
+  // kernel computes shapes, not data.
+  OperatorCall(const OperatorRecord& record, bool meta) : record_(record), meta_(meta) {}
+
+  bool meta() const { return meta_; }
 
   int device() const { return device_; }
   const CallFacts& facts() const { return facts_; }
@@ -88,10 +93,11 @@ class OperatorCall {
       if (entry.npu.unsafeGetStorageImpl() == storage) shared = &entry.cpu;
     }
     if (shared == nullptr) {
-      storages_.push_back(StorageAlias{npu.storage(), makeCpuStorageAlias(npu.storage())});
+      storages_.push_back(StorageAlias{
+          npu.storage(), meta_ ? makeMetaStorageAlias(npu.storage()) : makeCpuStorageAlias(npu.storage())});
       shared = &storages_.back().cpu;
     }
-    at::Tensor cpu = makeCpuAlias(npu, shared);
+    at::Tensor cpu = meta_ ? makeMetaAlias(npu, *shared) : makeCpuAlias(npu, shared);
     tensors_.push_back(TensorAlias{npu, cpu, written});
     return cpu;
   }
@@ -176,7 +182,7 @@ class OperatorCall {
         const c10::Device device = value.toDevice();
         if (device.type() == c10::DeviceType::PrivateUse1) {
           noteDevice(device);
-          value = c10::IValue(c10::Device(c10::DeviceType::CPU));
+          value = c10::IValue(c10::Device(meta_ ? c10::DeviceType::Meta : c10::DeviceType::CPU));
         }
       }
     }
@@ -185,6 +191,10 @@ class OperatorCall {
   void mapGenerators(torch::jit::Stack& stack, size_t first) const {
     for (const size_t index : record_.generatorArguments) {
       c10::IValue& value = stack[first + index];
+      if (meta_) {
+        value = c10::IValue();  // Meta kernels draw no numbers
+        continue;
+      }
       std::optional<at::Generator> generator;
       if (!value.isNone()) generator = value.toGenerator();
       value = c10::IValue(cpuGeneratorFor(generator, static_cast<c10::DeviceIndex>(device_)));
@@ -235,6 +245,13 @@ class OperatorCall {
         return;
       }
     }
+    if (meta_ && isAliasStorage(aliasStorage)) {
+      // The kernel grew the storage (out= resize): new device memory, no data.
+      const c10::Storage grown = allocateNpuStorageFor(entry.cpu.storage(), device_);
+      npuStorage->set_data_ptr_noswap(std::move(grown.unsafeGetStorageImpl()->mutable_data_ptr()));
+      npuStorage->set_nbytes(aliasStorage->nbytes());
+      return;
+    }
     if (owningDevice(aliasStorage->data_ptr()) == device_ && isAliasStorage(aliasStorage)) {
       // The kernel grew the storage: the new block is device memory already.
       c10::DataPtr grown = std::move(aliasStorage->mutable_data_ptr());
@@ -261,7 +278,8 @@ class OperatorCall {
     for (const auto& entry : adopted_) {
       if (entry.cpu == storage) return entry.npu;
     }
-    adopted_.push_back(AdoptedStorage{storage, adoptAsNpuStorage(cpu.storage(), device_)});
+    adopted_.push_back(AdoptedStorage{storage, meta_ ? allocateNpuStorageFor(cpu.storage(), device_)
+                                                     : adoptAsNpuStorage(cpu.storage(), device_)});
     return adopted_.back().npu;
   }
 
@@ -278,6 +296,7 @@ class OperatorCall {
   }
 
   const OperatorRecord& record_;
+  const bool meta_;
   CallFacts facts_;
   c10::SmallVector<at::Tensor, 8> inputs_;
   int device_ = -1;
@@ -287,6 +306,25 @@ class OperatorCall {
   c10::SmallVector<AdoptedStorage, 2> adopted_;
 };
 
+// Estimate-only mode: the operator's Meta kernel computes the outputs' shapes;
+// operators whose output size depends on data follow npusim's documented rule.
+void runMetaKernel(const c10::OperatorHandle& op, const OperatorRecord& record, torch::jit::Stack& stack,
+                   size_t first, size_t argumentCount) {
+  const std::vector<c10::IValue> arguments(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
+  if (auto outputs = dataDependentMetaOutputs(record.name, arguments)) {
+    stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
+    for (auto& output : *outputs) stack.push_back(std::move(output));
+    return;
+  }
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &stack);
+  } catch (const c10::Error& error) {
+    TORCH_CHECK(false, "npusim estimate-only mode cannot infer the outputs of ", record.name,
+                " without running it (no Meta kernel): ", error.what_without_backtrace());
+  }
+  (void)argumentCount;
+}
+
 void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   OperatorRecord& record = operatorRecord(op);
   record.calls.fetch_add(1, std::memory_order_relaxed);
@@ -294,7 +332,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   const size_t argumentCount = schema.arguments().size();
   const size_t first = stack->size() - argumentCount;
 
-  OperatorCall call(record);
+  OperatorCall call(record, estimateOnly());
   call.mapArguments(schema, *stack, first, argumentCount);
   if (call.device() < 0) call.noteDevice(c10::Device(c10::DeviceType::PrivateUse1));
   call.checkDevices();
@@ -302,7 +340,9 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   call.mapGenerators(*stack, first);
 
   const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(call.device())));
-  {
+  if (call.meta()) {
+    runMetaKernel(op, record, *stack, first, argumentCount);
+  } else {
     const ScopedOutputDevice outputs(call.device());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/EstimateMode.h"
 #include "backend/NpuAllocator.h"
 #include "backend/OperatorTiming.h"
 
@@ -14,7 +15,7 @@ void resizeNpuStorage(const c10::Storage& storage, size_t newBytes) {
   const int device = impl->device().index() < 0 ? 0 : impl->device().index();
   c10::DataPtr fresh = allocateDeviceMemory(device, newBytes, c10::DeviceType::PrivateUse1);
   const size_t kept = std::min(impl->nbytes(), newBytes);
-  if (kept > 0 && impl->data() != nullptr) {
+  if (kept > 0 && impl->data() != nullptr && !estimateOnly()) {
     std::memcpy(fresh.get(), impl->data(), kept);
     chargeDeviceCopy(device, kept);
   }

@@ -35,7 +35,7 @@ void* DeviceMemory::allocate(size_t bytes) {
   // Reserve the capacity first so that concurrent callers cannot overshoot.
   size_t current = used_.load(std::memory_order_relaxed);
   do {
-    if (bytes > capacity_ || current > capacity_ - bytes) return nullptr;
+    if (!overcommit() && (bytes > capacity_ || current > capacity_ - bytes)) return nullptr;
   } while (!used_.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
 
   void* ptr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

@@ -41,11 +41,17 @@ class DeviceMemory {
   // True when `ptr` lies inside memory handed out by allocate() and not yet
   // freed (for "which device owns this pointer").
   bool contains(const void* ptr) const;
+  // Estimate-only runs: allocations beyond the capacity succeed (the memory
+  // is reserved address space that nothing touches), so that a program too
+  // big for the chip can run to the end and report how much it would need.
+  void setOvercommit(bool allowed) noexcept { overcommit_.store(allowed, std::memory_order_relaxed); }
+  bool overcommit() const noexcept { return overcommit_.load(std::memory_order_relaxed); }
 
  private:
   const int device_;
   const size_t capacity_;
   std::atomic<size_t> used_{0};
+  std::atomic<bool> overcommit_{false};
   mutable std::mutex mutex_;
   std::unordered_map<void*, size_t> mappings_;  // guarded by mutex_
 };

@@ -152,6 +152,7 @@ Runtime::Device& Runtime::device(int index) {
     auto& slot = devices_[static_cast<size_t>(index)];
     if (!slot) {
       slot = std::make_unique<Device>(index, capacity_, hostClock_, streamsPerPool_, allocatorConfig_);
+      slot->memory.setOvercommit(overcommit_.load());
       deviceTable_[static_cast<size_t>(index)].store(slot.get(), std::memory_order_release);
       NPUSIM_PLOG(LogLevel::kInfo, "RUNTIME",
                   "device " + std::to_string(index) + " (physical " + std::to_string(registry_.physicalId(index)) +
@@ -172,6 +173,14 @@ DeviceTimeline& Runtime::timeline(int index) { return device(index).timeline; }
 DeviceMemory& Runtime::memory(int index) { return device(index).memory; }
 
 void Runtime::synchronizeDevice(int index) { device(index).timeline.synchronize(); }
+
+void Runtime::setOvercommit(bool allowed) {
+  std::lock_guard<std::mutex> lock(initMutex_);
+  overcommit_.store(allowed);
+  for (auto& d : devices_) {
+    if (d) d->memory.setOvercommit(allowed);
+  }
+}
 
 void Runtime::resetDevice(int index) {
   Device& d = device(index);

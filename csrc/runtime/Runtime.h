@@ -67,6 +67,9 @@ class Runtime {
   DeviceTimeline& timeline(int device);
   DeviceMemory& memory(int device);
   void synchronizeDevice(int device);
+  // Estimate-only mode: device memory may exceed the capacity (see
+  // DeviceMemory::setOvercommit), on every device, present and future.
+  void setOvercommit(bool allowed);
   DeviceProperties properties(int device) const;
 
   // Publishes this process's use of its devices for npu-smi, at most every
@@ -92,6 +95,7 @@ class Runtime {
   std::vector<std::unique_ptr<Device>> devices_;  // index = logical id; null until initialized
   std::vector<std::atomic<Device*>> deviceTable_;  // lock-free lookup of initialized devices
   std::atomic<int64_t> nextPublishMs_{0};
+  std::atomic<bool> overcommit_{false};
 };
 
 // Parses a byte size such as "68719476736", "64G", "512M" or "1.5T" (binary

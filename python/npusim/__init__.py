@@ -33,7 +33,15 @@ import importlib.metadata
 import os
 import sys
 
-__all__ = ["npu", "placement_report", "reset_placement_report", "performance_report", "reset_performance_report"]
+__all__ = [
+    "npu",
+    "estimate",
+    "is_estimate_only",
+    "placement_report",
+    "reset_placement_report",
+    "performance_report",
+    "reset_performance_report",
+]
 
 _REGISTERED = False
 
@@ -171,6 +179,7 @@ def _autoload() -> None:
 _load()
 
 from npusim import npu  # noqa: E402  (torch.npu)
+from npusim.estimate import estimate, is_estimate_only  # noqa: E402
 from npusim.performance import performance_report, reset_performance_report  # noqa: E402
 from npusim.placement import placement_report, reset_placement_report  # noqa: E402
 from npusim import _transfer_to_npu  # noqa: E402

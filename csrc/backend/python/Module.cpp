@@ -10,6 +10,7 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "backend/EstimateMode.h"
 #include "backend/NpuErrors.h"
 #include "backend/NpuGenerator.h"
 #include "backend/NpuStreams.h"
@@ -209,6 +210,9 @@ PYBIND11_MODULE(_C, m) {
   routeCpuKernelsThroughExecutor();
   setSourceLocator(&userSourceLocation);
   m.def("_set_library_paths", [](const std::vector<std::string>& prefixes) { libraryPathPrefixes() = prefixes; });
+  m.def("_enter_estimate_only", torch::wrap_pybind_function([]() { NPUSIM_TRANSLATE_ERRORS(enterEstimateOnly()); }));
+  m.def("_exit_estimate_only", torch::wrap_pybind_function([]() { NPUSIM_TRANSLATE_ERRORS(exitEstimateOnly()); }));
+  m.def("_estimate_only", []() { return estimateOnly(); });
   m.def("_timing_totals", torch::wrap_pybind_function([]() {
           const TimingTotals totals = timingTotals();
           static const char* kUnits[] = {"cube", "vector", "ai_cpu", "cpu_fallback", "transfer", "other"};
