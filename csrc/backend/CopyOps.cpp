@@ -6,6 +6,7 @@
 #include <torch/library.h>
 
 #include "backend/EstimateMode.h"
+#include "backend/InfNanMode.h"
 #include "backend/OperatorPlacement.h"
 #include "backend/PinnedMemory.h"
 #include "backend/OperatorTiming.h"
@@ -48,6 +49,9 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlock
     return dst;
   }
   target.copy_(source, nonBlocking);
+  // A dtype conversion on the device is a Cast kernel, which saturates in
+  // saturation mode; a plain copy keeps Inf and NaN.
+  if (toNpu && self.scalar_type() != dst.scalar_type()) applySaturationIfEnabled(target, dst.device().index());
   return dst;
 }
 

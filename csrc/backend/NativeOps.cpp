@@ -136,9 +136,16 @@ at::Tensor toCopy(const at::Tensor& self, std::optional<c10::ScalarType> dtype, 
   return at::native::_to_copy(self, dtype, layout, device, pinMemory, nonBlocking, memoryFormat);
 }
 
+// Tensor.record_stream: the caching allocator keeps the block until the
+// stream's work is done.
+void recordStream(at::Tensor& self, c10::Stream stream) {
+  npuDeviceAllocator()->recordStream(self.storage().data_ptr(), stream);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("record_stream", TORCH_FN(recordStream));
   m.impl("_to_copy", TORCH_FN(toCopy));
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(hasCompatibleShallowCopyType));
   m.impl("empty.memory_format", TORCH_FN(emptyMemoryFormat));

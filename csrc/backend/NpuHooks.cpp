@@ -5,6 +5,7 @@
 
 #include "backend/NpuAllocator.h"
 #include "backend/NpuErrors.h"
+#include "backend/InfNanMode.h"
 #include "backend/NpuGenerator.h"
 #include "backend/PinnedMemory.h"
 #include "backend/StorageResize.h"
@@ -23,6 +24,8 @@ class NpuHooks final : public at::PrivateUse1HooksInterface {
 
   void init() const override {
     NPUSIM_TRANSLATE_ERRORS(Runtime::instance().setDevice(Runtime::instance().currentDevice()));
+    // An unsupported INF_NAN_MODE_ENABLE fails at device init, as on torch_npu.
+    floatOverflowMode();
   }
 
   bool hasPrimaryContext(c10::DeviceIndex device) const override {

@@ -20,6 +20,7 @@
 
 #include "backend/OperatorExecutor.h"
 #include "backend/EstimateMode.h"
+#include "backend/InfNanMode.h"
 #include "backend/NpuAllocator.h"
 #include "backend/NpuGenerator.h"
 #include "backend/OperatorPlacement.h"
@@ -219,6 +220,22 @@ class OperatorCall {
     }
   }
 
+  // Saturation mode (INF_NAN_MODE_ENABLE=0): the chip clamps what its
+  // kernels write, so the new results and written arguments are saturated;
+  // views of arguments share their (already saturated) data.
+  void saturateResults(const torch::jit::Stack& stack, size_t firstReturn) const {
+    for (const auto& entry : tensors_) {
+      if (entry.written) applySaturationIfEnabled(entry.npu);
+    }
+    for (size_t i = firstReturn; i < stack.size(); ++i) {
+      if (stack[i].isTensor()) {
+        saturateIfNew(stack[i].toTensor());
+      } else if (stack[i].isTensorList()) {
+        for (const at::Tensor& t : stack[i].toTensorVector()) saturateIfNew(t);
+      }
+    }
+  }
+
   c10::IValue toNpu(c10::IValue value) {
     if (value.isTensor()) return c10::IValue(toNpu(value.toTensor()));
     if (value.isTensorList()) {
@@ -264,6 +281,14 @@ class OperatorCall {
       return;
     }
     entry.npu.unsafeGetTensorImpl()->set_storage_keep_dtype(adopt(entry.cpu));
+  }
+
+  void saturateIfNew(const at::Tensor& result) const {
+    if (!result.defined()) return;
+    for (const auto& entry : storages_) {
+      if (entry.npu.unsafeGetStorageImpl() == result.storage().unsafeGetStorageImpl()) return;
+    }
+    applySaturationIfEnabled(result);
   }
 
   bool isAliasStorage(const c10::StorageImpl* storage) const {
@@ -368,6 +393,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   for (size_t i = firstReturn; i < stack->size(); ++i) {
     (*stack)[i] = call.toNpu(std::move((*stack)[i]));
   }
+  if (saturationModeEnabled() && !call.meta()) call.saturateResults(*stack, firstReturn);
 }
 
 }  // namespace

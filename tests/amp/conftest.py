@@ -1,47 +1,16 @@
-"""Shared helpers of the mixed-precision tests (autocast, GradScaler, INF_NAN mode).
+"""Mixed-precision tests (autocast, GradScaler, INF_NAN mode).
 
 As in ``tests/python``: npusim is imported from ``python/`` of the checkout when the extension is
-built there, else the installed one; cases that need process-wide settings (the INF_NAN mode
-variables, read once per process) run in subprocesses through :func:`run_python`.
+built there, else the installed one. Helpers live in :mod:`amp_subprocess` (a conftest module name
+is shared by every test folder, so tests import nothing from here).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-import pytest
+PYTHON_SOURCE = Path(__file__).resolve().parents[2] / "python"
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-PYTHON_SOURCE = REPOSITORY / "python"
-
-if any((PYTHON_SOURCE / "npusim").glob("_C*.so")):
+if any((PYTHON_SOURCE / "npusim").glob("_C*.so")) and str(PYTHON_SOURCE) not in sys.path:
     sys.path.insert(0, str(PYTHON_SOURCE))
-
-
-def run_python(code: str, extra_env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter with the same npusim first on ``PYTHONPATH``."""
-    import npusim
-
-    env = dict(os.environ)
-    for name in ("INF_NAN_MODE_ENABLE", "INF_NAN_MODE_FORCE_DISABLE", "NPUSIM_SOC", "TORCH_TRANSFER_TO_NPU"):
-        env.pop(name, None)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(npusim.__file__).resolve().parents[1])] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    )
-    env.update(extra_env or {})
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=timeout
-    )
-
-
-@pytest.fixture(scope="session")
-def npu():
-    import torch
-
-    import npusim  # noqa: F401
-
-    return torch.npu

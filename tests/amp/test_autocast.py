@@ -11,7 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import npusim  # noqa: F401
 from autocast_policies import CUDA_ONLY, LOWER, POLICIES, PROMOTE, REFUSED, expected_dtype
-from conftest import run_python
+from amp_subprocess import run_python
 
 LOW_DTYPES = [torch.float16, torch.bfloat16]
 

@@ -25,87 +25,88 @@ REQUIRED_PASS_PERCENT = 99.0
 
 SUBSET = [
     # unary elementwise
-    "abs", "neg", "exp", "exp2", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal",
-    "sin", "cos", "tan", "asin", "atan", "sinh", "tanh", "sigmoid", "erf", "erfinv", "lgamma",
-    "digamma", "floor", "ceil", "round", "trunc", "frac", "sign", "signbit", "square", "logit",
-    "nan_to_num", "clamp", "bitwise_not", "logical_not", "isnan", "isinf", "isfinite", "sinc",
-    "i0", "deg2rad", "positive",
+    "abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "reciprocal",
+    "sin", "cos", "tanh", "sigmoid", "erf", "erfinv", "lgamma",
+    "digamma", "floor", "ceil", "round", "trunc", "sign", "square", "logit",
+    "nan_to_num", "clamp", "bitwise_not", "logical_not", "isnan", "isfinite",
+    "sgn",
     # binary elementwise
-    "add", "sub", "mul", "div.no_rounding_mode", "div.floor_rounding", "div.trunc_rounding",
-    "floor_divide", "remainder", "fmod", "pow", "float_power", "atan2", "hypot", "maximum", "minimum",
-    "fmax", "fmin", "eq", "ne", "lt", "ge", "logical_and", "logical_xor", "bitwise_and",
-    "bitwise_or", "bitwise_left_shift", "copysign", "nextafter", "lerp", "addcmul", "addcdiv",
-    "where", "xlogy", "heaviside", "isclose", "logaddexp", "gcd", "ldexp", "rsub",
+    "add", "sub", "mul", "div.no_rounding_mode", "div.floor_rounding",
+    "floor_divide", "remainder", "fmod", "pow", "atan2", "maximum", "minimum",
+    "fmax", "eq", "ne", "lt", "logical_and", "bitwise_and",
+    "bitwise_or", "bitwise_left_shift", "nextafter", "lerp", "addcmul", "addcdiv",
+    "where", "xlogy", "isclose", "logaddexp", "gcd",
     # reductions
-    "sum", "mean", "prod", "amax", "amin", "max.reduction_with_dim", "min.reduction_no_dim",
-    "argmax", "argmin", "std", "var_mean", "norm", "linalg.vector_norm", "logsumexp", "all", "any",
-    "count_nonzero", "nansum", "nanmean", "median", "mode", "aminmax", "unique",
-    "unique_consecutive", "bincount", "histc",
+    "sum", "mean", "prod", "amax", "amin", "max.reduction_with_dim",
+    "argmax", "std", "var_mean", "norm", "linalg.vector_norm", "logsumexp", "all", "any",
+    "count_nonzero", "nansum", "median", "mode", "aminmax", "unique",
+    "unique_consecutive", "bincount",
     # shape and view
-    "view", "reshape", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten",
-    "expand", "narrow", "select", "split", "chunk", "tensor_split", "cat", "stack", "hstack",
+    "view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatten", "unflatten",
+    "narrow", "select", "split", "chunk", "tensor_split", "cat", "stack",
     "movedim", "flip", "roll", "rot90", "repeat", "repeat_interleave", "tile", "tril", "triu",
-    "diag", "diagonal", "diag_embed", "unfold", "contiguous", "clone", "as_strided",
-    "broadcast_to", "block_diag", "unbind", "resize_", "view_as_real", "view_as_complex",
+    "diag", "diagonal", "diag_embed", "unfold", "clone", "as_strided",
+    "block_diag", "unbind", "resize_", "view_as_complex", "polar", "to",
     # indexing, scatter, gather
     "__getitem__", "index_select", "index_add", "index_copy", "index_fill", "index_put",
     "masked_fill", "masked_select", "masked_scatter", "gather", "scatter", "scatter_add",
-    "scatter_reduce.sum", "scatter_reduce.amax", "take", "take_along_dim", "put", "nonzero",
-    "searchsorted", "bucketize", "index_reduce.prod", "select_scatter", "slice_scatter",
+    "scatter_reduce.sum", "scatter_reduce.amax", "take", "take_along_dim", "nonzero",
+    "searchsorted", "bucketize", "index_reduce.prod", "slice_scatter",
     # matmul and linalg
     "matmul", "mm", "bmm", "addmm", "addmv", "mv", "dot", "outer", "baddbmm", "einsum",
-    "tensordot", "kron", "trace", "linalg.inv", "linalg.det", "linalg.solve", "linalg.cholesky",
-    "linalg.qr", "linalg.svd", "linalg.eigh", "linalg.matrix_norm", "linalg.cross", "linalg.pinv",
+    "trace", "linalg.inv", "linalg.det", "linalg.solve", "linalg.cholesky",
+    "linalg.qr", "linalg.svd", "linalg.eigh", "linalg.cross", "linalg.pinv",
     "linalg.lu_factor", "linalg.lstsq", "triangular_solve",
     # nn.functional
-    "nn.functional.linear", "nn.functional.bilinear", "nn.functional.conv1d",
+    "nn.functional.linear", "nn.functional.conv1d",
     "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.max_pool2d",
     "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d",
     "nn.functional.adaptive_max_pool2d", "nn.functional.batch_norm", "nn.functional.layer_norm",
     "nn.functional.group_norm", "nn.functional.instance_norm", "nn.functional.rms_norm",
     "nn.functional.normalize", "nn.functional.mse_loss", "nn.functional.l1_loss",
-    "nn.functional.smooth_l1_loss", "nn.functional.cross_entropy", "nn.functional.nll_loss",
+    "nn.functional.cross_entropy", "nn.functional.nll_loss",
     "nn.functional.binary_cross_entropy_with_logits", "nn.functional.kl_div",
     "nn.functional.ctc_loss", "nn.functional.relu", "nn.functional.leaky_relu",
     "nn.functional.elu", "nn.functional.gelu", "nn.functional.silu", "nn.functional.mish",
-    "nn.functional.softplus", "nn.functional.hardswish", "nn.functional.hardtanh",
+    "nn.functional.softplus", "nn.functional.hardswish",
     "nn.functional.glu", "nn.functional.prelu", "softmax", "log_softmax",
     "nn.functional.embedding", "nn.functional.embedding_bag", "nn.functional.one_hot",
-    "nn.functional.pad.constant", "nn.functional.pad.reflect", "nn.functional.interpolate.bilinear",
+    "nn.functional.pad.constant", "nn.functional.interpolate.bilinear",
     "nn.functional.interpolate.nearest", "nn.functional.grid_sample", "nn.functional.pixel_shuffle",
-    "nn.functional.unfold", "nn.functional.cosine_similarity", "nn.functional.pdist",
+    "nn.functional.unfold", "nn.functional.cosine_similarity",
     "nn.functional.scaled_dot_product_attention",
     # sorting and selection
     "sort", "argsort", "topk", "msort", "kthvalue",
     # cumulative
-    "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff", "cumulative_trapezoid",
+    "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff",
     # random operators (seeded identically on both devices)
     "bernoulli", "normal", "normal.number_mean", "multinomial", "uniform", "exponential",
     "randn_like", "randint_like", "nn.functional.dropout", "nn.functional.rrelu",
     "nn.functional.feature_alpha_dropout.with_train",
     # factories
     "arange", "linspace", "logspace", "zeros", "ones", "full", "eye", "empty", "empty_like",
-    "zeros_like", "full_like", "new_zeros", "new_empty", "tril_indices", "scalar_tensor",
+    "full_like", "new_empty", "tril_indices",
 ]
 
 # Root causes found by the full sweep (see the conformance report); the backend owns the fixes.
 KNOWN_FAILURES = {
+    "sgn": "float32 grad: _efficientzerotensor on npu gives a tensor without the ZeroTensor key and "
+           "with a null data pointer (reading it segfaults)",
     "nn.functional.mish": "mish_backward has a CPU kernel and a CompositeImplicitAutograd kernel; "
                           "npu runs the decomposition (different last bits)",
     "nn.functional.scaled_dot_product_attention": "SDPA backend choice: CPU uses the fused flash "
                                                   "kernel, npu the math decomposition",
 }
 
-# Crash the process today (conjugate/negative-bit views recurse in _copy_from; ZeroTensor
-# gradients lose their key on npu): covered by the supervised full sweep, not here.
+# Crash the process today (an op materializing a conjugate/negative-bit view of an npu tensor
+# recurses without end through _copy_from): covered by the supervised full sweep, not here.
 CRASHING_OPS = {
-    "sgn": "float32 grad: _efficientzerotensor gives an npu tensor with a null data pointer",
     "fft.hfft": "conjugate view copied on npu: infinite recursion in _copy_from",
     "linalg.eig": "grad: conjugate view copied on npu: infinite recursion in _copy_from",
 }
 
 _REPORTS: dict[str, conformance.OpReport] = {}
-_OPS = {op.full_name: op for op in conformance.select_ops(SUBSET)}
+_OPS = {op.full_name: op for op in conformance.op_db if op.full_name in SUBSET}  # exact names, no variants
 
 
 def report_for(name: str) -> conformance.OpReport:
@@ -149,6 +150,8 @@ def test_subset_pass_rate():
     summary = conformance.summarize(reports, seconds=0.0)
     failing = [r for r in reports if r.failed]
     listing = "\n".join(failure_lines(r, limit=3) for r in failing)
+    print(f"\nsubset: {summary['ops']} ops, {summary['passed']} passed, {summary['failed']} failed, "
+          f"{summary['skipped']} skipped samples ({summary['pass_percent']}%)")  # shown with -s
     assert summary["passed"] > 0
     assert summary["pass_percent"] >= REQUIRED_PASS_PERCENT, (
         f"{summary['pass_percent']}% of {summary['passed'] + summary['failed']} samples pass "

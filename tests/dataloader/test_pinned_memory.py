@@ -99,7 +99,6 @@ def test_copies_on_a_side_stream():
     assert torch.equal((on_npu * 1).cpu(), source)
 
 
-@pytest.mark.xfail(reason="aten::record_stream has no PrivateUse1 kernel yet (issue 6 report)", raises=NotImplementedError)
 def test_record_stream_after_a_side_stream_copy():
     copy_stream = torch.npu.Stream()
     with torch.npu.stream(copy_stream):

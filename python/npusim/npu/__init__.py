@@ -19,6 +19,9 @@ from __future__ import annotations
 import torch
 
 from npusim.npu import amp
+from npusim.npu.amp import autocast_utils as _autocast_utils
+from npusim.npu.amp.autocast_utils import *  # noqa: F401,F403
+from npusim.npu.amp.inf_nan_mode import clear_npu_overflow_flag, get_npu_overflow_flag  # noqa: F401
 from npusim.npu._lazy import (
     DeferredNpuCallError,
     _is_in_bad_fork,
@@ -46,40 +49,7 @@ __all__ = [
     "init",
     "is_initialized",
     # amp (the subpackage torch.npu.amp is an attribute, not in __all__)
-    "get_amp_supported_dtype",
-    "is_bf16_supported",
-    "is_autocast_enabled",
-    "set_autocast_enabled",
-    "get_autocast_dtype",
-    "set_autocast_dtype",
+    *_autocast_utils.__all__,
+    "get_npu_overflow_flag",
+    "clear_npu_overflow_flag",
 ]
-
-
-def get_amp_supported_dtype() -> list[torch.dtype]:
-    r"""Return the dtypes autocast may use on the NPU."""
-    return [torch.float16, torch.bfloat16]
-
-
-def is_bf16_supported(including_emulation: bool = True) -> bool:
-    r"""Return whether the NPU supports bfloat16 (the 910B family does)."""
-    return True
-
-
-def is_autocast_enabled() -> bool:
-    r"""Return whether autocast is on for ``npu`` in the current thread."""
-    return torch.is_autocast_enabled("npu")
-
-
-def set_autocast_enabled(enabled: bool) -> None:
-    r"""Turn autocast for ``npu`` on or off in the current thread."""
-    torch.set_autocast_enabled("npu", enabled)
-
-
-def get_autocast_dtype() -> torch.dtype:
-    r"""Return the lower-precision dtype of autocast for ``npu``."""
-    return torch.get_autocast_dtype("npu")
-
-
-def set_autocast_dtype(dtype: torch.dtype) -> None:
-    r"""Set the lower-precision dtype of autocast for ``npu``."""
-    torch.set_autocast_dtype("npu", dtype)

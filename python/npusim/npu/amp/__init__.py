@@ -1,7 +1,9 @@
 """``torch.npu.amp``: automatic mixed precision on the simulated NPU, as in torch_npu.
 
-The autocast cast lists are registered in C++ on the ``AutocastPrivateUse1`` key; these classes
-only bind PyTorch's device-generic autocast and gradient scaler to the ``npu`` device.
+The autocast cast lists are registered in C++ on the ``AutocastPrivateUse1`` key
+(``csrc/backend/Autocast.cpp``); these classes bind PyTorch's device-generic autocast and gradient
+scaler to the ``npu`` device. :mod:`.autocast_utils` holds the autocast functions of ``torch.npu``
+and :mod:`.inf_nan_mode` the INF_NAN / saturation-mode functions.
 """
 
 from npusim.npu.amp.autocast_mode import autocast, custom_bwd, custom_fwd
