@@ -149,6 +149,8 @@ def main():
           f"({tokens_per_s:.0f} tokens/s), MFU {report['mfu'] * 100:.1f}%")
     busy = ", ".join(f"{unit} {seconds * 1e3:.1f} ms" for unit, seconds in report["busy_s"].items() if seconds)
     print(f"  breakdown: {busy}, host-bound idle {report['host_bound_idle_s'] * 1e3:.1f} ms")
+    top = ", ".join(f"{name} {seconds * 1e3:.0f} ms" for name, seconds in report["top_operators"][:6])
+    print(f"  top operators: {top}")
     print(f"  peak device memory: {report['peak_memory_bytes'] / gib:.1f} GiB allocated, "
           f"{report['peak_reserved_bytes'] / gib:.1f} GiB reserved; capacity {report['capacity_bytes'] / gib:.1f} GiB")
     if not fits:

@@ -7,7 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "backend/EstimateMode.h"
+#include "backend/KernelOperands.h"
 #include "backend/NpuAllocator.h"
 #include "backend/OperatorTiming.h"
 #include "perf/CostModel.h"
@@ -16,21 +16,6 @@
 namespace npusim::backend {
 namespace {
 
-// The tensor a host kernel works on: a CPU alias, or in estimate-only mode a
-// meta one (shapes only).
-at::Tensor alias(const at::Tensor& npu) {
-  return estimateOnly() ? makeMetaAlias(npu, makeMetaStorageAlias(npu.storage())) : makeCpuAlias(npu);
-}
-
-at::Tensor adopt(const at::Tensor& output, int device) {
-  if (!estimateOnly()) return adoptAsNpuTensor(output, device);
-  return npuViewOf(allocateNpuStorageFor(output.storage(), device), output);
-}
-
-at::Tensor aliasOrUndefined(const at::Tensor& t) { return t.defined() ? alias(t) : t; }
-
-at::Tensor adoptOrUndefined(const at::Tensor& t, int device) { return t.defined() ? adopt(t, device) : t; }
-
 at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& weight,
                                    const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                                    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
@@ -38,11 +23,11 @@ at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& we
   const int device = input.device().index();
   const c10::DeviceGuard guard(input.device());
   std::optional<at::Tensor> cpuBias;
-  if (bias.has_value() && bias->defined()) cpuBias = alias(*bias);
+  if (bias.has_value() && bias->defined()) cpuBias = kernelOperand(*bias);
   at::Tensor output;
   {
     const ScopedOutputDevice outputs(device);
-    output = at::convolution(alias(input), alias(weight), cpuBias, stride, padding, dilation,
+    output = at::convolution(kernelOperand(input), kernelOperand(weight), cpuBias, stride, padding, dilation,
                              transposed, outputPadding, groups);
   }
   const perf::TensorDesc operands[] = {describeTensor(input), describeTensor(weight),
@@ -51,7 +36,7 @@ at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& we
   const int64_t arguments[] = {transposed ? 1 : 0, groups};
   chargeOperator(device, perf::OperatorKind::kConvolution, operands, 3, &result, 1, runtime::Placement::kAiCore, false,
                  arguments, 2);
-  return adopt(output, device);
+  return npuResult(output, device);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
@@ -66,7 +51,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
   {
     const ScopedOutputDevice outputs(device);
-    grads = at::convolution_backward(aliasOrUndefined(gradOutput), alias(input), alias(weight),
+    grads = at::convolution_backward(kernelOperandOrUndefined(gradOutput), kernelOperand(input), kernelOperand(weight),
                                      biasSizes, stride, padding, dilation, transposed, outputPadding, groups,
                                      outputMask);
   }
@@ -79,8 +64,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   const int64_t arguments[] = {transposed ? 1 : 0, groups, mask};
   chargeOperator(device, perf::OperatorKind::kConvolutionBackward, operands, 3, results, 3,
                  runtime::Placement::kAiCore, false, arguments, 3);
-  return {adoptOrUndefined(std::get<0>(grads), device), adoptOrUndefined(std::get<1>(grads), device),
-          adoptOrUndefined(std::get<2>(grads), device)};
+  return {npuResultOrUndefined(std::get<0>(grads), device), npuResultOrUndefined(std::get<1>(grads), device),
+          npuResultOrUndefined(std::get<2>(grads), device)};
 }
 
 }  // namespace

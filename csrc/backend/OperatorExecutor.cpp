@@ -385,8 +385,10 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   // A data-dependent output size (nonzero, boolean indexing, ...) makes the
   // host wait for the device before it can go on.
   const auto inputs = call.describeInputs();
-  chargeOperator(call.device(), record.kind, inputs.data(), static_cast<int>(inputs.size()),
-                 outputs.data(), static_cast<int>(outputs.size()), placement.placement, placement.sync);
+  const runtime::SimTimeNs deviceNs =
+      chargeOperator(call.device(), record.kind, inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
+                     static_cast<int>(outputs.size()), placement.placement, placement.sync);
+  record.deviceNs.fetch_add(deviceNs, std::memory_order_relaxed);
   if (placement.sync) recordSyncPoint(record.name);
   call.propagateWrites();
 

@@ -205,6 +205,7 @@ PlacementReport placementReport() {
     counts.aiCore = record.placementCalls[0].load(std::memory_order_relaxed);
     counts.aiCpu = record.placementCalls[1].load(std::memory_order_relaxed);
     counts.cpuFallback = record.placementCalls[2].load(std::memory_order_relaxed);
+    counts.deviceNs = record.deviceNs.load(std::memory_order_relaxed);
     if (counts.aiCore + counts.aiCpu + counts.cpuFallback == 0) return;
     if (counts.cpuFallback > 0) {
       report.fallbacks.push_back(PlacementReport::Fallback{record.name, counts.cpuFallback, record.firstFallbackSource});
@@ -222,6 +223,7 @@ void resetPlacementReport() {
   syncPoints().clear();
   forEachOperatorRecord([](OperatorRecord& record) {
     for (auto& calls : record.placementCalls) calls.store(0, std::memory_order_relaxed);
+    record.deviceNs.store(0, std::memory_order_relaxed);
     record.firstFallbackSource.clear();
     record.fallbackSourceRecorded.store(false);
     // The warning stays "once per operator" for the process, as torch_npu's.

@@ -57,6 +57,7 @@ struct PlacementReport {
   struct OperatorCounts {
     std::string name;
     uint64_t aiCore = 0, aiCpu = 0, cpuFallback = 0;
+    uint64_t deviceNs = 0;  // modelled device time
   };
   struct Fallback {
     std::string name;

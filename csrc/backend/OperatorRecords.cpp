@@ -84,7 +84,10 @@ void forEachOperatorRecord(const std::function<void(OperatorRecord&)>& visit) {
 
 void resetOperatorCounts() {
   std::shared_lock<std::shared_mutex> lock(recordsMutex);
-  for (auto& [key, record] : records()) record->calls.store(0, std::memory_order_relaxed);
+  for (auto& [key, record] : records()) {
+    record->calls.store(0, std::memory_order_relaxed);
+    record->deviceNs.store(0, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace npusim::backend

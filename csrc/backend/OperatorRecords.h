@@ -21,6 +21,7 @@ namespace npusim::backend {
 struct OperatorRecord {
   std::string name;                  // "aten::add.Tensor"
   std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> deviceNs{0};  // modelled device time of its calls
   bool acceptsCpuTensors = false;    // indexing ops take CPU index tensors, as on CUDA
   std::vector<size_t> writtenArguments;  // indices of Tensor(a!) arguments
   std::vector<size_t> generatorArguments;  // indices of Generator? arguments

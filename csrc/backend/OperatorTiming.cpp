@@ -71,7 +71,7 @@ perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept {
   return desc;
 }
 
-void chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
+runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
                     const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
                     bool dataDependentSync, const int64_t* intArgs, int intArgCount) {
   auto& rt = runtime::Runtime::instance();
@@ -88,6 +88,7 @@ void chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc*
   if (cost.hostNs > 0) rt.hostClock().advance(cost.hostNs);
   if (dataDependentSync || rt.launchBlocking()) timeline.synchronizeStream(stream);
   account(cost, dispatch);
+  return cost.deviceNs;
 }
 
 void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinnedHost, bool nonBlocking) {

@@ -26,8 +26,9 @@ namespace npusim::backend {
 // (valid while the tensor lives).
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept;
 
-// One operator call on the current stream of `device`.
-void chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
+// One operator call on the current stream of `device`; returns its modelled
+// device time.
+runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
                     const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
                     bool dataDependentSync, const int64_t* intArgs = nullptr, int intArgCount = 0);
 

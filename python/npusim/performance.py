@@ -23,7 +23,8 @@ def performance_report(steps: int | None = None, reset: bool = False) -> dict[st
     Keys: ``chip``; ``elapsed_s`` (host and device timelines together); ``step_s`` (elapsed /
     steps, when ``steps`` is given); ``busy_s`` by unit; ``host_bound_idle_s`` (device idle while
     the host dispatched or waited); ``launches``; ``mfu`` (useful Cube FLOPs / (elapsed x peak
-    fp16/bf16 FLOP/s)); ``peak_memory_bytes`` (largest allocated peak over the devices).
+    fp16/bf16 FLOP/s)); ``peak_memory_bytes`` (largest allocated peak over the devices);
+    ``top_operators`` (the ten operators with the most device time, as (name, seconds)).
     """
     from npusim import _C
 
@@ -49,6 +50,11 @@ def performance_report(steps: int | None = None, reset: bool = False) -> dict[st
         "mfu": (totals["cube_flops"] / (elapsed_ns / 1e9 * totals["peak_fp16_flops"])) if elapsed_ns else 0.0,
         "peak_memory_bytes": peak_memory,
     }
+    operators = _C._placement_report()["operators"]
+    report["top_operators"] = sorted(
+        ((name, int(counts["device_ns"]) / 1e9) for name, counts in operators.items() if counts["device_ns"]),
+        key=lambda item: -item[1],
+    )[:10]
     if steps:
         report["steps"] = steps
         report["step_s"] = report["elapsed_s"] / steps
@@ -80,5 +86,8 @@ def format_performance_report(report: dict[str, Any]) -> list[str]:
     parts = [f"{unit} {_ms(seconds)}" for unit, seconds in report["busy_s"].items() if seconds > 0]
     parts.append(f"host-bound idle {_ms(report['host_bound_idle_s'])}")
     lines.append("  breakdown: " + ", ".join(parts))
+    top = ", ".join(f"{name} {_ms(seconds)}" for name, seconds in report.get("top_operators", [])[:5])
+    if top:
+        lines.append(f"  top operators by device time: {top}")
     lines.append(f"  peak device memory: {report['peak_memory_bytes'] / 2**20:.2f} MiB")
     return lines

@@ -176,6 +176,7 @@ py::dict placementReportDict() {
     counts["ai_core"] = op.aiCore;
     counts["ai_cpu"] = op.aiCpu;
     counts["cpu_fallback"] = op.cpuFallback;
+    counts["device_ns"] = op.deviceNs;
     operators[py::str(op.name)] = counts;
   }
   d["operators"] = operators;
