@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Every test: the C++ runtime's GoogleTest suite (CTest), then the Python
-# suite (pytest). Sets up first.
+# Every test: the GoogleTest suites of the C++ runtime and performance model
+# (CTest), then the Python suites (pytest). Sets up first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 PYTHON="${PYTHON:-python3}"
 
-cmake -S csrc/runtime -B build/runtime-tests -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build/runtime-tests -j2
-ctest --test-dir build/runtime-tests --output-on-failure -j2
+for layer in runtime perf; do
+  cmake -S "csrc/$layer" -B "build/$layer-tests" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "build/$layer-tests" -j2
+  ctest --test-dir "build/$layer-tests" --output-on-failure -j2
+done
 
 # Run from the tests directory so that the installed npusim is imported.
 cd tests && exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
