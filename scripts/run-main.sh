@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec npusim run examples/gpt_transformer.py "$@"
+exec npusim run --steps 5 examples/gpt_transformer.py --steps 5 "$@"
