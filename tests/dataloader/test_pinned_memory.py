@@ -42,17 +42,17 @@ def test_pinned_allocator_statistics():
     before = torch.npu.host_memory_stats()
     blocks = [torch.empty(1000, dtype=torch.uint8).pin_memory() for _ in range(3)]
     during = torch.npu.host_memory_stats()
-    assert during["allocations"]["current"] == before["allocations"]["current"] + 3
-    assert during["allocated_bytes"]["current"] >= before["allocated_bytes"]["current"] + 3000
-    assert during["allocations"]["peak"] >= during["allocations"]["current"]
+    assert during["allocations.current"] == before["allocations.current"] + 3
+    assert during["allocated_bytes.current"] >= before["allocated_bytes.current"] + 3000
+    assert during["allocations.peak"] >= during["allocations.current"]
     del blocks
     after = torch.npu.host_memory_stats()
-    assert after["allocations"]["current"] == before["allocations"]["current"]
-    assert after["allocations"]["freed"] == during["allocations"]["freed"] + 3
+    assert after["allocations.current"] == before["allocations.current"]
+    assert after["allocations.freed"] == during["allocations.freed"] + 3
     # Freed blocks stay cached until the cache is emptied.
-    assert after["reserved_bytes"]["current"] >= during["allocated_bytes"]["current"] - before["allocated_bytes"]["current"]
+    assert after["reserved_bytes.current"] >= during["allocated_bytes.current"] - before["allocated_bytes.current"]
     torch.npu.host_empty_cache()
-    assert torch.npu.host_memory_stats()["reserved_bytes"]["current"] <= after["reserved_bytes"]["current"]
+    assert torch.npu.host_memory_stats()["reserved_bytes.current"] <= after["reserved_bytes.current"]
 
 
 # -- copies --------------------------------------------------------------------------------
@@ -178,13 +178,13 @@ def _train(device, loader, epochs=2):
 
 def test_two_workers_with_pinned_memory_feed_a_model_on_npu():
     torch.npu.host_empty_cache()
-    allocated_before = torch.npu.host_memory_stats()["allocations"]["allocated"]
+    allocated_before = torch.npu.host_memory_stats()["allocations.allocated"]
     loader = _loader(Regression(), 2, pin_memory=True, pin_memory_device="npu", persistent_workers=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         losses, order, parameters = _train("npu", loader)
     # Every batch went through the pinned allocator of the main process.
-    assert torch.npu.host_memory_stats()["allocations"]["allocated"] >= allocated_before + 3 * len(loader)
+    assert torch.npu.host_memory_stats()["allocations.allocated"] >= allocated_before + 3 * len(loader)
     # The same training on CPU from a single-process loader: identical, bit for bit.
     reference = _train("cpu", _loader(Regression(), 0))
     assert order == reference[1] == list(range(96)) * 2

@@ -141,7 +141,7 @@ def test_caching_allocator_alloc(clean_device):
 
 def test_host_memory():
     stats = torch.npu.host_memory_stats()
-    assert "allocated_bytes" in stats
+    assert "allocated_bytes.current" in stats and "num_host_alloc" in stats
     pinned = torch.ones(1024).pin_memory()
     assert pinned.is_pinned()
     del pinned

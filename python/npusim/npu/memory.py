@@ -40,6 +40,7 @@ __all__ = [
     "mem_get_info",
     "host_empty_cache",
     "host_memory_stats",
+    "host_memory_stats_as_nested_dict",
 ]
 
 # The order of the per-pool lists that _C._memory_stats returns.
@@ -354,6 +355,22 @@ def host_empty_cache() -> None:
     _C._host_empty_cache()
 
 
-def host_memory_stats() -> dict[str, Any]:
-    r"""Return the statistics of the pinned host memory allocator."""
+def host_memory_stats_as_nested_dict() -> dict[str, Any]:
+    r"""Return the pinned host memory allocator's statistics as a nested dict."""
     return dict(_C._host_memory_stats())
+
+
+def host_memory_stats() -> dict[str, Any]:
+    r"""Return the pinned host memory allocator's statistics, flat as ``torch.cuda.host_memory_stats``.
+
+    Keys such as ``allocations.current``, ``allocated_bytes.peak``, ``reserved_bytes.allocated``,
+    ``num_host_alloc`` and ``num_host_free``.
+    """
+    flat: dict[str, Any] = {}
+    for name, value in host_memory_stats_as_nested_dict().items():
+        if isinstance(value, dict):
+            for metric, number in value.items():
+                flat[f"{name}.{metric}"] = number
+        else:
+            flat[name] = value
+    return dict(sorted(flat.items()))
