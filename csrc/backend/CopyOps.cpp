@@ -67,4 +67,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(copyFromAndResize));
 }
 
+// A conjugate or negative view is copied by PyTorch's CPU copy_ on the aliases,
+// which carry the view's bits and resolve them. Without these fallthroughs the
+// conjugate fallback would materialise the view with clone -> copy_ ->
+// _copy_from, recursing until the stack overflows.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
 }  // namespace npusim::backend

@@ -4,6 +4,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/_to_copy_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -136,6 +137,17 @@ at::Tensor toCopy(const at::Tensor& self, std::optional<c10::ScalarType> dtype, 
   return at::native::_to_copy(self, dtype, layout, device, pinMemory, nonBlocking, memoryFormat);
 }
 
+// A zero tensor (what autograd returns for a gradient known to be zero):
+// no memory, and the ZeroTensor key that makes operators treat it as zeros.
+at::Tensor efficientZeroTensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pinMemory) {
+  const c10::Device target = targetDevice(device);
+  at::native::ZeroTensorAllocator allocator(target);
+  const auto keys = c10::DispatchKeySet(c10::DispatchKey::PrivateUse1) | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor);
+  return at::detail::empty_generic(size, &allocator, keys, c10::dtype_or_default(dtype), std::nullopt);
+}
+
 // Tensor.record_stream: the caching allocator keeps the block until the
 // stream's work is done.
 void recordStream(at::Tensor& self, c10::Stream stream) {
@@ -146,6 +158,7 @@ void recordStream(at::Tensor& self, c10::Stream stream) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("record_stream", TORCH_FN(recordStream));
+  m.impl("_efficientzerotensor", TORCH_FN(efficientZeroTensor));
   m.impl("_to_copy", TORCH_FN(toCopy));
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(hasCompatibleShallowCopyType));
   m.impl("empty.memory_format", TORCH_FN(emptyMemoryFormat));

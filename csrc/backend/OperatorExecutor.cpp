@@ -426,8 +426,11 @@ size_t routeCpuKernelsThroughExecutor() {
       // gives the same numbers with the real stack's launch count.
       const bool multiTensor = name.name.rfind("aten::_foreach_", 0) == 0;
       if (!multiTensor && !op->hasKernelForDispatchKey(c10::DispatchKey::CPU)) continue;
+      // A CompositeImplicitAutograd kernel next to a CPU kernel (mish_backward,
+      // silu_backward, ...) would decompose on npu with other rounding.
       if (!op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
-          !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional)) {
+          !op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) &&
+          !(op->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd) && !multiTensor)) {
         continue;
       }
       const std::string qualified = name.name.substr(6) + (name.overload_name.empty() ? "" : "." + name.overload_name);

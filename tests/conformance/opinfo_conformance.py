@@ -27,6 +27,7 @@ import dataclasses
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -590,7 +591,8 @@ def describe_sample(sample: SampleInput) -> str:
             return f"[{inner}{', ...' if len(v) > 6 else ''}]"
         return repr(v)[:60]
 
-    parts = [brief(sample.input)] + [brief(a) for a in sample.args] + [f"{k}={brief(v)}" for k, v in sample.kwargs.items()]
+    parts = [brief(sample.input)] + [brief(a) for a in sample.args]
+    parts += [f"{k}={brief(v)}" for k, v in sample.kwargs.items()]
     return (f"{sample.name}: " if sample.name else "") + "(" + ", ".join(parts) + ")"
 
 
@@ -617,7 +619,8 @@ def check_sample(op: OpInfo, sample: SampleInput, mode: str, keep_on_host: set[i
 # ---------------------------------------------------------------------------------------------
 
 
-def make_samples(op: OpInfo, device: str, dtype: torch.dtype, requires_grad: bool, limit: int | None) -> list[SampleInput]:
+def make_samples(op: OpInfo, device: str, dtype: torch.dtype, requires_grad: bool,
+                 limit: int | None) -> list[SampleInput]:
     torch.manual_seed(SAMPLE_SEED)  # the same sample list every time
     return list(islice(op.sample_inputs(device, dtype, requires_grad=requires_grad), limit))
 
@@ -756,10 +759,13 @@ def run_worker(state: Supervision) -> None:
     """Run one worker over the pending ops until it finishes, crashes or hangs."""
     with tempfile.NamedTemporaryFile("w+", suffix=".jsonl", delete=False) as log:
         log_path = log.name
+    # stderr goes to a file, not a pipe: a pipe nobody reads until the end would block a chatty worker.
+    stderr_file = tempfile.TemporaryFile("w+")
     resume = ",".join(f"{k}={v}" for k, v in state.resume.items() if k in state.pending)
-    command = [sys.executable, __file__, "--worker", log_path, "--ops-exact", ",".join(state.pending),
+    command = [sys.executable, "-X", "faulthandler", __file__, "--worker", log_path,
+               "--ops-exact", ",".join(state.pending),
                "--resume", resume, *config_arguments(state.config)]
-    worker = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    worker = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr_file, text=True)
     current_op, current_seq, since, position = None, None, time.monotonic(), 0
     hung = False
     while True:
@@ -778,7 +784,8 @@ def run_worker(state: Supervision) -> None:
                 state.reports[current_op].add(SampleOutcome(**event["outcome"]))
                 current_seq = None
             elif kind == "harness_error":
-                state.reports[current_op].add(SampleOutcome(-1, "-", "-", -1, "failed", "harness error: " + event["text"]))
+                error = SampleOutcome(-1, "-", "-", -1, "failed", "harness error: " + event["text"])
+                state.reports[current_op].add(error)
             elif kind == "done":
                 finish_op(state, current_op, event["seconds"])
                 current_op, current_seq = None, None
@@ -790,7 +797,9 @@ def run_worker(state: Supervision) -> None:
             hung = True
             break
         time.sleep(0.1)
-    stderr = worker.stderr.read() if worker.stderr else ""
+    stderr_file.seek(0)
+    stderr = stderr_file.read()
+    stderr_file.close()
     os.unlink(log_path)
     if current_op is not None:
         record_crash(state, current_op, current_seq, worker.returncode, stderr, hung)
@@ -802,15 +811,24 @@ def record_crash(state: Supervision, op: str, seq: int | None, returncode: int, 
     """The worker died (or was killed) inside ``op``, at sample ``seq`` (None: between samples)."""
     report = state.reports[op]
     report.crashes += 1
-    tail = stderr.strip().splitlines()[-1][:200] if stderr.strip() else ""
-    why = f"timeout: no progress for {state.op_timeout:.0f} s" if hung else \
-        f"worker died (exit code {returncode}) {tail}".strip()
+    why = f"timeout: no progress for {state.op_timeout:.0f} s" if hung else crash_description(returncode, stderr)
     report.add(SampleOutcome(seq if seq is not None else -1, "-", "-", -1, "failed", why))
     if seq is None or report.crashes >= state.max_crashes:
         report.abandoned = True
         finish_op(state, op, report.seconds)
     else:
         state.resume[op] = seq
+
+
+def crash_description(returncode: int, stderr: str) -> str:
+    """'worker died (SIGSEGV): Fatal Python error: ... at <innermost Python frame>' from the
+    worker's exit status and faulthandler's report on stderr."""
+    status = signal.Signals(-returncode).name if returncode < 0 else f"exit code {returncode}"
+    lines = stderr.splitlines()
+    fatal = next((line.strip() for line in lines if line.startswith("Fatal Python error")), "")
+    frames = [line.strip() for line in lines if line.strip().startswith("File ")]
+    where = f" at {frames[0]}" if fatal and frames else ""  # faulthandler lists the innermost frame first
+    return f"worker died ({status}){': ' + fatal if fatal else ''}{where}"
 
 
 def finish_op(state: Supervision, op: str, seconds: float) -> None:
@@ -899,7 +917,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="forward dtypes (default: %(default)s)")
     parser.add_argument("--no-grads", action="store_true", help="skip the float32 gradient checks")
     parser.add_argument("--in-process", action="store_true", help="no worker subprocess (a crash ends the sweep)")
-    parser.add_argument("--op-timeout", type=float, default=900.0, help="seconds without progress before a worker counts as hung")
+    parser.add_argument("--op-timeout", type=float, default=900.0,
+                        help="seconds without progress before a worker counts as hung")
     parser.add_argument("--max-crashes", type=int, default=8, help="crashes before an op is abandoned")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # internal: event log of a worker
     parser.add_argument("--ops-exact", help=argparse.SUPPRESS)  # internal: full names for a worker

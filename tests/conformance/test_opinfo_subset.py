@@ -4,8 +4,7 @@ and npu by the conformance harness (opinfo_conformance.py; the full sweep is its
 One test per operator, for readable reports, and one test over the whole subset that asserts
 at least 99% of the samples pass and lists every failure. Operators with a known backend defect
 are marked xfail with the root cause (not strict: they start passing when the backend is fixed;
-remove the entry then). Operators that crash the process (segfault) are left to the supervised
-full sweep, which survives crashes; they are listed in CRASHING_OPS for the record.
+remove the entry then).
 
 Samples are capped per operator, dtype and mode (SAMPLE_LIMIT) to keep the run short.
 """
@@ -86,24 +85,15 @@ SUBSET = [
     # factories
     "arange", "linspace", "logspace", "zeros", "ones", "full", "eye", "empty", "empty_like",
     "full_like", "new_empty", "tril_indices",
+    # conjugate views (fft.hfft materializes one) and eig gradients
+    "fft.hfft", "linalg.eig",
 ]
 
-# Root causes found by the full sweep (see the conformance report); the backend owns the fixes.
-KNOWN_FAILURES = {
-    "sgn": "float32 grad: _efficientzerotensor on npu gives a tensor without the ZeroTensor key and "
-           "with a null data pointer (reading it segfaults)",
-    "nn.functional.mish": "mish_backward has a CPU kernel and a CompositeImplicitAutograd kernel; "
-                          "npu runs the decomposition (different last bits)",
-    "nn.functional.scaled_dot_product_attention": "SDPA backend choice: CPU uses the fused flash "
-                                                  "kernel, npu the math decomposition",
-}
-
-# Crash the process today (an op materializing a conjugate/negative-bit view of an npu tensor
-# recurses without end through _copy_from): covered by the supervised full sweep, not here.
-CRASHING_OPS = {
-    "fft.hfft": "conjugate view copied on npu: infinite recursion in _copy_from",
-    "linalg.eig": "grad: conjugate view copied on npu: infinite recursion in _copy_from",
-}
+# Root causes found by the full sweep and not fixed yet (the backend owns the fixes); none today.
+# The sweep's three defects (conjugate/negative views recursing in _copy_from, _efficientzerotensor
+# without the ZeroTensor key, CompositeImplicitAutograd decompositions next to CPU kernels) are fixed,
+# and their operators (sgn, mish, fft.hfft, linalg.eig) are regular members of the subset now.
+KNOWN_FAILURES: dict[str, str] = {}
 
 _REPORTS: dict[str, conformance.OpReport] = {}
 _OPS = {op.full_name: op for op in conformance.op_db if op.full_name in SUBSET}  # exact names, no variants
@@ -128,7 +118,6 @@ def failure_lines(report: conformance.OpReport, limit: int = 10) -> str:
 def test_subset_is_well_formed():
     assert len(SUBSET) == len(set(SUBSET))
     assert 150 <= len(SUBSET) <= 250
-    assert not set(SUBSET) & set(CRASHING_OPS)
     assert set(KNOWN_FAILURES) <= set(SUBSET)
     assert set(_OPS) == set(SUBSET), set(SUBSET) ^ set(_OPS)
 
