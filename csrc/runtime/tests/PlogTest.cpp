@@ -1,6 +1,8 @@
 #include "runtime/Plog.h"
 
 #include <gtest/gtest.h>
+
+#include "TestSupport.h"
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,6 +26,9 @@
 
 namespace npusim::runtime {
 namespace {
+
+using testing::readFile;
+using testing::TemporaryDirectory;
 
 const char* const kPlogVariables[] = {"ASCEND_PROCESS_LOG_PATH",   "ASCEND_WORK_PATH",           "HOME",
                                       "ASCEND_GLOBAL_LOG_LEVEL",   "ASCEND_SLOG_PRINT_TO_STDOUT",
@@ -51,34 +56,6 @@ class SavedEnvironment {
  private:
   std::map<std::string, std::optional<std::string>> saved_;
 };
-
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    char pattern[] = "/tmp/npusim-plog-test-XXXXXX";
-    const char* created = ::mkdtemp(pattern);
-    if (created == nullptr) {
-      throw std::runtime_error("mkdtemp failed");
-    }
-    path_ = created;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& relative) const { return path_ + "/" + relative; }
-
- private:
-  std::string path_;
-};
-
-std::string readFile(const std::string& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::ostringstream content;
-  content << stream.rdbuf();
-  return content.str();
-}
 
 std::vector<std::string> linesOf(const std::string& text) {
   std::vector<std::string> lines;

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "TestSupport.h"
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,27 +18,8 @@
 namespace npusim::runtime {
 namespace {
 
-// A fresh directory under /tmp, removed with everything in it.
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    char pattern[] = "/tmp/npusim-private-files-test-XXXXXX";
-    const char* created = ::mkdtemp(pattern);
-    if (created == nullptr) {
-      throw std::runtime_error("mkdtemp failed");
-    }
-    path_ = created;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& relative) const { return path_ + "/" + relative; }
-
- private:
-  std::string path_;
-};
+using testing::readFile;
+using testing::TemporaryDirectory;
 
 mode_t modeOf(const std::string& path) {
   struct stat status {};
@@ -52,13 +35,6 @@ bool isDirectory(const std::string& path) {
 bool exists(const std::string& path) {
   struct stat status {};
   return ::lstat(path.c_str(), &status) == 0;
-}
-
-std::string readFile(const std::string& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::ostringstream content;
-  content << stream.rdbuf();
-  return content.str();
 }
 
 void writeFile(const std::string& path, const std::string& content) {

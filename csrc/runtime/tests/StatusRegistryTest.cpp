@@ -1,6 +1,8 @@
 #include "runtime/StatusRegistry.h"
 
 #include <gtest/gtest.h>
+
+#include "TestSupport.h"
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -25,35 +27,10 @@
 namespace npusim::runtime {
 namespace {
 
+using testing::readFile;
+using testing::TemporaryDirectory;
+
 const char* const kStatusVariables[] = {"NPUSIM_RUNTIME_DIR", "XDG_RUNTIME_DIR"};
-
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    char pattern[] = "/tmp/npusim-status-test-XXXXXX";
-    const char* created = ::mkdtemp(pattern);
-    if (created == nullptr) {
-      throw std::runtime_error("mkdtemp failed");
-    }
-    path_ = created;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& relative) const { return path_ + "/" + relative; }
-
- private:
-  std::string path_;
-};
-
-std::string readFile(const std::string& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::ostringstream content;
-  content << stream.rdbuf();
-  return content.str();
-}
 
 void writeFile(const std::string& path, const std::string& content) {
   std::ofstream stream(path, std::ios::binary | std::ios::trunc);
