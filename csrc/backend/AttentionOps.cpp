@@ -16,6 +16,7 @@
 
 #include "backend/KernelOperands.h"
 #include "backend/NpuAllocator.h"
+#include "backend/OperatorRecords.h"
 #include "backend/OperatorTiming.h"
 #include "perf/CostModel.h"
 
@@ -63,8 +64,9 @@ fusedAttention(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   const perf::TensorDesc operands[] = {describe(query), describe(key), describe(value)};
   const perf::TensorDesc produced[] = {describe(std::get<0>(results)), describe(std::get<1>(results))};
   const int64_t arguments[] = {isCausal ? 1 : 0, static_cast<int64_t>(perf::AttentionLayout::kBNSD), query.size(1)};
-  chargeOperator(device, perf::OperatorKind::kAttention, operands, 3, produced, 2, runtime::Placement::kAiCore, false,
-                 arguments, 3);
+  static OperatorRecord& record = nativeOperatorRecord("aten::_scaled_dot_product_fused_attention_overrideable");
+  countNativeCall(record, chargeOperator(device, perf::OperatorKind::kAttention, operands, 3, produced, 2,
+                                         runtime::Placement::kAiCore, false, arguments, 3));
   const at::Tensor empty = at::empty({0}, query.options().dtype(at::kLong));
   return {npuResult(std::get<0>(results), device),
           npuResult(std::get<1>(results), device),
@@ -97,8 +99,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fusedAttentionBackwar
   const perf::TensorDesc produced[] = {describe(std::get<0>(grads)), describe(std::get<1>(grads)),
                                        describe(std::get<2>(grads))};
   const int64_t arguments[] = {isCausal ? 1 : 0, static_cast<int64_t>(perf::AttentionLayout::kBNSD), query.size(1)};
-  chargeOperator(device, perf::OperatorKind::kAttentionBackward, operands, 4, produced, 3,
-                 runtime::Placement::kAiCore, false, arguments, 3);
+  static OperatorRecord& record =
+      nativeOperatorRecord("aten::_scaled_dot_product_fused_attention_overrideable_backward");
+  countNativeCall(record, chargeOperator(device, perf::OperatorKind::kAttentionBackward, operands, 4, produced, 3,
+                                         runtime::Placement::kAiCore, false, arguments, 3));
   // An attention bias gets no gradient from the fused kernel, as on CUDA's flash path.
   return {gradInputMask[0] ? npuResult(std::get<0>(grads), device) : at::Tensor(),
           gradInputMask[1] ? npuResult(std::get<1>(grads), device) : at::Tensor(),

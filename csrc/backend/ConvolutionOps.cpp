@@ -9,6 +9,7 @@
 
 #include "backend/KernelOperands.h"
 #include "backend/NpuAllocator.h"
+#include "backend/OperatorRecords.h"
 #include "backend/OperatorTiming.h"
 #include "perf/CostModel.h"
 #include "backend/TensorAliasing.h"
@@ -34,8 +35,9 @@ at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& we
                                         cpuBias ? describeTensor(*bias) : perf::TensorDesc::undefined()};
   const perf::TensorDesc result = describeTensor(output);
   const int64_t arguments[] = {transposed ? 1 : 0, groups};
-  chargeOperator(device, perf::OperatorKind::kConvolution, operands, 3, &result, 1, runtime::Placement::kAiCore, false,
-                 arguments, 2);
+  static OperatorRecord& record = nativeOperatorRecord("aten::convolution_overrideable");
+  countNativeCall(record, chargeOperator(device, perf::OperatorKind::kConvolution, operands, 3, &result, 1,
+                                         runtime::Placement::kAiCore, false, arguments, 2));
   return npuResult(output, device);
 }
 
@@ -62,8 +64,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   const int64_t mask = (outputMask[0] ? args::kGradInput : 0) | (outputMask[1] ? args::kGradWeight : 0) |
                        (outputMask[2] ? args::kGradBias : 0);
   const int64_t arguments[] = {transposed ? 1 : 0, groups, mask};
-  chargeOperator(device, perf::OperatorKind::kConvolutionBackward, operands, 3, results, 3,
-                 runtime::Placement::kAiCore, false, arguments, 3);
+  static OperatorRecord& record = nativeOperatorRecord("aten::convolution_backward_overrideable");
+  countNativeCall(record, chargeOperator(device, perf::OperatorKind::kConvolutionBackward, operands, 3, results, 3,
+                                         runtime::Placement::kAiCore, false, arguments, 3));
   return {npuResultOrUndefined(std::get<0>(grads), device), npuResultOrUndefined(std::get<1>(grads), device),
           npuResultOrUndefined(std::get<2>(grads), device)};
 }

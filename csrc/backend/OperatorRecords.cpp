@@ -67,6 +67,16 @@ OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
   return *slot;
 }
 
+OperatorRecord& nativeOperatorRecord(const char* name, const char* overload) {
+  return operatorRecord(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload));
+}
+
+void countNativeCall(OperatorRecord& record, uint64_t deviceNs) {
+  record.calls.fetch_add(1, std::memory_order_relaxed);
+  record.deviceNs.fetch_add(deviceNs, std::memory_order_relaxed);
+  record.placementCalls[static_cast<size_t>(runtime::Placement::kAiCore)].fetch_add(1, std::memory_order_relaxed);
+}
+
 std::vector<std::pair<std::string, uint64_t>> operatorCounts() {
   std::shared_lock<std::shared_mutex> lock(recordsMutex);
   std::vector<std::pair<std::string, uint64_t>> counts;

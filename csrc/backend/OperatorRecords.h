@@ -42,6 +42,14 @@ struct OperatorRecord {
 // The record of `op`, created on its first call.
 OperatorRecord& operatorRecord(const c10::OperatorHandle& op);
 
+// The record of an operator the backend implements natively ("aten::name",
+// overload), for counting its calls in the reports; looked up once per call
+// site (keep the reference in a function-local static).
+OperatorRecord& nativeOperatorRecord(const char* name, const char* overload = "");
+
+// Counts one call of a native operator that ran on the AI Core for `deviceNs`.
+void countNativeCall(OperatorRecord& record, uint64_t deviceNs);
+
 // name -> calls, for every operator run since the last reset.
 std::vector<std::pair<std::string, uint64_t>> operatorCounts();
 void resetOperatorCounts();
