@@ -2,9 +2,9 @@
 
 For each example (``examples/resnet_cnn.py``: a small ResNet with SGD, ``examples/
 gpt_transformer.py``: a small GPT with AdamW) the benchmark builds the model and optimizer as
-the example's ``train()`` does, once on cpu and once on npu, runs warm-up steps on both, and
-then times steady-state steps in rounds that alternate cpu and npu (to cancel drift from
-other load on the machine). A step is exactly the body of the example's training loop: make
+the example's ``train()`` does (its ``Trainer``), once on cpu and once on npu, runs warm-up steps
+on both, and then times steady-state steps in rounds that alternate cpu and npu (to cancel drift
+from other load on the machine). A step is the example's own ``Trainer.step()``: make
 the synthetic batch on the host and move it to the device, zero_grad, forward, loss,
 backward, optimizer step, ``loss.item()`` (which synchronizes).
 
@@ -32,69 +32,17 @@ import _common  # noqa: E402
 TARGET = 1.10
 
 
-class ResNetStep:
-    """The loop body of ``resnet_cnn.train`` (batch 16, 32x32 images, SGD with momentum)."""
-
-    name = "resnet_cnn"
-
-    def __init__(self, torch, device: str, batch_size: int = 16, image_size: int = 32, seed: int = 0):
-        import resnet_cnn
-
-        self.torch, self.device = torch, device
-        self.batch_size, self.image_size = batch_size, image_size
-        torch.manual_seed(seed)
-        self.model = resnet_cnn.SmallResNet().to(device)
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9, foreach=True)
-        self.data = torch.Generator().manual_seed(seed + 1)
-
-    def step(self) -> float:
-        torch, F = self.torch, self.torch.nn.functional
-        images = torch.randn(self.batch_size, 3, self.image_size, self.image_size, generator=self.data).to(self.device)
-        labels = torch.randint(0, 10, (self.batch_size,), generator=self.data).to(self.device)
-        self.optimizer.zero_grad()
-        loss = F.cross_entropy(self.model(images), labels)
-        loss.backward()
-        self.optimizer.step()
-        return loss.item()
-
-
-class GptStep:
-    """The loop body of ``gpt_transformer.train`` (batch 8, context 64, AdamW)."""
-
-    name = "gpt_transformer"
-
-    def __init__(self, torch, device: str, batch_size: int = 8, context: int = 64, seed: int = 0):
-        import gpt_transformer
-
-        self.torch, self.device = torch, device
-        self.batch_size, self.context = batch_size, context
-        torch.manual_seed(seed)
-        self.model = gpt_transformer.SmallGPT(context=context).to(device)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-4, foreach=True)
-        self.data = torch.Generator().manual_seed(seed + 1)
-
-    def step(self) -> float:
-        torch, F = self.torch, self.torch.nn.functional
-        tokens = torch.randint(0, 512, (self.batch_size, self.context + 1), generator=self.data).to(self.device)
-        self.optimizer.zero_grad()
-        logits = self.model(tokens[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1))
-        loss.backward()
-        self.optimizer.step()
-        return loss.item()
-
-
-def measure(torch, example_class, warmup: int, rounds: int, steps_per_round: int) -> dict:
+def measure(example, warmup: int, rounds: int, steps_per_round: int) -> dict:
     """Median step time per device, and the median of the per-round npu/cpu ratios.
 
     Each round times `steps_per_round` steps on each device back to back, so the two times of
     a round see about the same load on the machine; the median of the per-round ratios is
     therefore less sensitive to drift than the ratio of the two medians.
     """
-    runners = {device: example_class(torch, device) for device in ("cpu", "npu")}
+    runners = {device: example.Trainer(device) for device in ("cpu", "npu")}
     losses = {device: [runners[device].step() for _ in range(warmup)] for device in ("cpu", "npu")}
     if losses["cpu"] != losses["npu"]:
-        print(f"warning: {example_class.name}: warm-up losses differ: {losses}", file=sys.stderr)
+        print(f"warning: {example.__name__}: warm-up losses differ: {losses}", file=sys.stderr)
     per_step = {"cpu": [], "npu": []}
     cpu_time = {"cpu": [], "npu": []}  # process CPU time, all threads (npu runs backward on a worker thread)
     for r in range(rounds):
@@ -136,11 +84,14 @@ def main() -> None:
     print(f"training step, torch {torch.__version__}, threads {torch.get_num_threads()}, {args.warmup} warm-up "
           f"steps, {rounds} alternating rounds of {steps_per_round} step(s) per device, median per step")
     rows, ratios = [], []
-    for example_class in (ResNetStep, GptStep):
-        medians = measure(torch, example_class, args.warmup, rounds, steps_per_round)
+    import gpt_transformer
+    import resnet_cnn
+
+    for example in (resnet_cnn, gpt_transformer):
+        medians = measure(example, args.warmup, rounds, steps_per_round)
         ratio = medians["paired_ratio"]
         ratios.append(ratio)
-        rows.append([example_class.name, f"{medians['cpu'] * 1e3:.2f}", f"{medians['npu'] * 1e3:.2f}",
+        rows.append([example.__name__, f"{medians['cpu'] * 1e3:.2f}", f"{medians['npu'] * 1e3:.2f}",
                      f"{(medians['npu'] - medians['cpu']) * 1e3:+.2f}", f"{medians['npu'] / medians['cpu']:.3f}x",
                      f"{ratio:.3f}x", f"{medians['paired_cpu_time_ratio']:.3f}x"])
     _common.print_table(["example", "cpu ms", "npu ms", "added ms", "ratio of medians", "paired ratio",

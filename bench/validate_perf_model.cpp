@@ -24,6 +24,7 @@
 
 #include "perf/CostModel.h"
 #include "perf/GemmModel.h"
+#include "perf/OwnedTensor.h"
 #include "runtime/ChipSpec.h"
 
 using namespace npusim;
@@ -36,35 +37,11 @@ namespace {
 
 // ---------------------------------------------------------------- helpers
 
-struct Tensor {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;  // empty: contiguous
-  DType dtype = DType::kFloat16;
-  bool defined = true;
+using Tensor = perf::OwnedTensor;
+using perf::absent;
+using perf::tensor;
 
-  TensorDesc desc() const {
-    if (!defined) return TensorDesc::undefined();
-    return TensorDesc{sizes.data(), strides.empty() ? nullptr : strides.data(), int(sizes.size()), dtype};
-  }
-  double numel() const {
-    double n = 1;
-    for (int64_t s : sizes) n *= double(s);
-    return n;
-  }
-};
-
-Tensor tensor(std::initializer_list<int64_t> sizes, DType dtype) { return Tensor{sizes, {}, dtype, true}; }
-
-Tensor absent() { return Tensor{{}, {}, DType::kFloat16, false}; }
-
-// The transpose of a contiguous 2-D tensor, as a view (what linear's W.t() is).
-Tensor transposedView(const Tensor& t) {
-  Tensor v;
-  v.dtype = t.dtype;
-  v.sizes = {t.sizes[1], t.sizes[0]};
-  v.strides = {1, t.sizes[1]};
-  return v;
-}
+using perf::transposed;
 
 struct Row {
   double seconds = 0;
@@ -338,7 +315,7 @@ class ResNetStep {
       const Tensor target = tensor({n_}, DType::kInt32);
       const Tensor scalar = tensor({}, DType::kFloat32);
       ledger_.op("avg pool + fc + loss", "aten::mean.dim", {x}, {pooled});
-      ledger_.op("avg pool + fc + loss", "aten::addmm", {bias, pooled, transposedView(w)}, {logits});
+      ledger_.op("avg pool + fc + loss", "aten::addmm", {bias, pooled, transposed(w)}, {logits});
       ledger_.op("avg pool + fc + loss", "aten::_to_copy", {logits}, {logits32});
       ledger_.op("avg pool + fc + loss", "aten::_log_softmax", {logits32}, {logits32});
       ledger_.op("avg pool + fc + loss", "aten::nll_loss_forward", {logits32, target}, {scalar, scalar});
@@ -349,7 +326,7 @@ class ResNetStep {
                  {logits32});
       ledger_.op("avg pool + fc + loss backward", "aten::_to_copy", {logits32}, {logits});
       ledger_.op("avg pool + fc + loss backward", "aten::mm", {logits, w}, {pooled});
-      ledger_.op("avg pool + fc + loss backward", "aten::mm", {transposedView(logits), pooled}, {w});
+      ledger_.op("avg pool + fc + loss backward", "aten::mm", {transposed(logits), pooled}, {w});
       ledger_.op("avg pool + fc + loss backward", "aten::sum.dim_IntList", {logits}, {bias});
       ledger_.op("avg pool + fc + loss backward", "aten::avg_pool2d_backward", {pooled, x}, {x});
     }
@@ -478,7 +455,7 @@ LlamaResult llamaStep(const runtime::ChipSpec& chip, const LlamaSetup& s, bool p
   auto weightGrad = [&](const std::string& category, const Tensor& dy, const Tensor& xIn, int64_t rows,
                         int64_t cols) {
     const Tensor mainGrad = tensor({rows, cols}, f32);
-    return ledger.op(category, "aten::addmm", {mainGrad, transposedView(dy), xIn}, {mainGrad});
+    return ledger.op(category, "aten::addmm", {mainGrad, transposed(dy), xIn}, {mainGrad});
   };
   // Tensor-parallel collectives (sequence parallel: all-gather / reduce-scatter
   // of the [tokens, hidden] activations), exposed where Megatron's code does

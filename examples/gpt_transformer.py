@@ -60,25 +60,34 @@ class SmallGPT(nn.Module):
         return self.head(self.ln(self.blocks(x)))
 
 
-def train(device: str = "npu", steps: int = 5, batch_size: int = 8, context: int = 64, seed: int = 0):
-    """Trains from a fixed seed and returns the loss of every step."""
-    torch.manual_seed(seed)
-    model = SmallGPT(context=context).to(device)
-    # foreach=True: the same optimizer implementation on both devices (PyTorch
-    # otherwise picks the foreach one on accelerators and a for-loop on CPU,
-    # which differ in the last bits).
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, foreach=True)
-    data = torch.Generator().manual_seed(seed + 1)
-    losses = []
-    for _ in range(steps):
-        tokens = torch.randint(0, 512, (batch_size, context + 1), generator=data).to(device)
-        optimizer.zero_grad()
-        logits = model(tokens[:, :-1])
+class Trainer:
+    """The example's training state and its loop body: one step per call to :meth:`step`."""
+
+    def __init__(self, device: str = "npu", batch_size: int = 8, context: int = 64, seed: int = 0):
+        torch.manual_seed(seed)
+        self.device, self.batch_size, self.context = device, batch_size, context
+        self.model = SmallGPT(context=context).to(device)
+        # foreach=True: the same optimizer implementation on both devices (PyTorch
+        # otherwise picks the foreach one on accelerators and a for-loop on CPU,
+        # which differ in the last bits).
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-4, foreach=True)
+        self.data = torch.Generator().manual_seed(seed + 1)
+
+    def step(self) -> float:
+        """One step on a fresh synthetic batch of tokens; returns the loss."""
+        tokens = torch.randint(0, 512, (self.batch_size, self.context + 1), generator=self.data).to(self.device)
+        self.optimizer.zero_grad()
+        logits = self.model(tokens[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1))
         loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+        self.optimizer.step()
+        return loss.item()
+
+
+def train(device: str = "npu", steps: int = 5, batch_size: int = 8, context: int = 64, seed: int = 0):
+    """Trains from a fixed seed and returns the loss of every step."""
+    trainer = Trainer(device, batch_size, context, seed)
+    return [trainer.step() for _ in range(steps)]
 
 
 def main():

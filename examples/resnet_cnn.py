@@ -45,23 +45,33 @@ class SmallResNet(nn.Module):
         return self.head(x)
 
 
+class Trainer:
+    """The example's training state and its loop body: one step per call to :meth:`step`."""
+
+    def __init__(self, device: str = "npu", batch_size: int = 16, image_size: int = 32, seed: int = 0):
+        torch.manual_seed(seed)
+        self.device, self.batch_size, self.image_size = device, batch_size, image_size
+        self.model = SmallResNet().to(device)
+        # foreach=True: the same optimizer implementation on both devices (see gpt_transformer.py).
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9, foreach=True)
+        self.data = torch.Generator().manual_seed(seed + 1)
+
+    def step(self) -> float:
+        """One step on a fresh synthetic batch; returns the loss."""
+        size = self.image_size
+        images = torch.randn(self.batch_size, 3, size, size, generator=self.data).to(self.device)
+        labels = torch.randint(0, 10, (self.batch_size,), generator=self.data).to(self.device)
+        self.optimizer.zero_grad()
+        loss = F.cross_entropy(self.model(images), labels)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
 def train(device: str = "npu", steps: int = 5, batch_size: int = 16, image_size: int = 32, seed: int = 0):
     """Trains from a fixed seed and returns the loss of every step."""
-    torch.manual_seed(seed)
-    model = SmallResNet().to(device)
-    # foreach=True: the same optimizer implementation on both devices (see gpt_transformer.py).
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, foreach=True)
-    data = torch.Generator().manual_seed(seed + 1)
-    losses = []
-    for _ in range(steps):
-        images = torch.randn(batch_size, 3, image_size, image_size, generator=data).to(device)
-        labels = torch.randint(0, 10, (batch_size,), generator=data).to(device)
-        optimizer.zero_grad()
-        loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-    return losses
+    trainer = Trainer(device, batch_size, image_size, seed)
+    return [trainer.step() for _ in range(steps)]
 
 
 def main():

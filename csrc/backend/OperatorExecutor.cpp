@@ -334,7 +334,7 @@ class OperatorCall {
 // Estimate-only mode: the operator's Meta kernel computes the outputs' shapes;
 // operators whose output size depends on data follow npusim's documented rule.
 void runMetaKernel(const c10::OperatorHandle& op, const OperatorRecord& record, torch::jit::Stack& stack,
-                   size_t first, size_t argumentCount) {
+                   size_t first) {
   const std::vector<c10::IValue> arguments(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
   if (auto outputs = dataDependentMetaOutputs(record.name, arguments)) {
     stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(first), stack.end());
@@ -347,7 +347,6 @@ void runMetaKernel(const c10::OperatorHandle& op, const OperatorRecord& record, 
     TORCH_CHECK(false, "npusim estimate-only mode cannot infer the outputs of ", record.name,
                 " without running it (no Meta kernel): ", error.what_without_backtrace());
   }
-  (void)argumentCount;
 }
 
 void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
@@ -366,7 +365,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
 
   const c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(call.device())));
   if (call.meta()) {
-    runMetaKernel(op, record, *stack, first, argumentCount);
+    runMetaKernel(op, record, *stack, first);
   } else {
     const ScopedOutputDevice outputs(call.device());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);

@@ -21,7 +21,7 @@ c10::Storage makeCpuStorageAlias(const c10::Storage& npu);
 
 // An npu tensor on `device` with the data of `cpu` (a kernel output). Memory
 // from a device allocator is shared, not copied; other memory is copied into
-// fresh device memory. `adopted` caches storages already adopted in this call.
+// fresh device memory.
 at::Tensor adoptAsNpuTensor(const at::Tensor& cpu, int device);
 
 // An npu tensor viewing `storage` (an npu storage) with the geometry of `like`.

@@ -88,6 +88,18 @@ void resetAccumulated(Stat& stat) {
 
 void resetPeak(Stat& stat) { stat.peak = stat.current; }
 
+// Applies `reset` to every Stat of `stats` (each pool's and the oversize ones).
+template <typename Reset>
+void forEachStat(MemoryStats& stats, Reset reset) {
+  for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split, &stats.allocated_bytes,
+                      &stats.reserved_bytes, &stats.active_bytes, &stats.inactive_split_bytes,
+                      &stats.requested_bytes}) {
+    for (Stat& stat : *array) reset(stat);
+  }
+  reset(stats.oversize_allocations);
+  reset(stats.oversize_segments);
+}
+
 std::string pointerText(const void* ptr) {
   char text[32];
   std::snprintf(text, sizeof(text), "%p", ptr);
@@ -675,35 +687,18 @@ MemoryStats CachingAllocator::stats() const {
 
 void CachingAllocator::resetPeakStats() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  MemoryStats& stats = impl_->stats;
-  for (size_t type = 0; type < kStatTypeCount; ++type) {
-    for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
-                        &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
-                        &stats.inactive_split_bytes, &stats.requested_bytes}) {
-      resetPeak((*array)[type]);
-    }
-  }
-  resetPeak(stats.oversize_allocations);
-  resetPeak(stats.oversize_segments);
+  forEachStat(impl_->stats, resetPeak);
 }
 
 void CachingAllocator::resetAccumulatedStats() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   MemoryStats& stats = impl_->stats;
-  for (size_t type = 0; type < kStatTypeCount; ++type) {
-    for (auto* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
-                        &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
-                        &stats.inactive_split_bytes, &stats.requested_bytes}) {
-      resetAccumulated((*array)[type]);
-    }
-  }
+  forEachStat(stats, resetAccumulated);
   stats.num_alloc_retries = 0;
   stats.num_ooms = 0;
   stats.num_sync_all_streams = 0;
   stats.num_device_alloc = 0;
   stats.num_device_free = 0;
-  resetAccumulated(stats.oversize_allocations);
-  resetAccumulated(stats.oversize_segments);
 }
 
 std::vector<SegmentInfo> CachingAllocator::snapshot() const {

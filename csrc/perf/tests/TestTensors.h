@@ -6,32 +6,15 @@
 #include <vector>
 
 #include "perf/CostModel.h"
+#include "perf/OwnedTensor.h"
 #include "perf/TensorDesc.h"
 
 namespace npusim::perf::testing {
 
-struct OwnedTensor {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;  // empty: contiguous
-  DType dtype = DType::kFloat16;
-  bool defined = true;
-
-  TensorDesc desc() const {
-    if (!defined) return TensorDesc::undefined();
-    return TensorDesc{sizes.data(), strides.empty() ? nullptr : strides.data(), int(sizes.size()), dtype};
-  }
-};
-
-inline OwnedTensor tensor(std::initializer_list<int64_t> sizes, DType dtype = DType::kFloat16) {
-  return OwnedTensor{sizes, {}, dtype, true};
-}
-
-inline OwnedTensor absent() { return OwnedTensor{{}, {}, DType::kFloat16, false}; }
-
-// The transpose view of a contiguous 2-D tensor.
-inline OwnedTensor transposed(const OwnedTensor& t) {
-  return OwnedTensor{{t.sizes[1], t.sizes[0]}, {1, t.sizes[1]}, t.dtype, true};
-}
+using perf::absent;
+using perf::OwnedTensor;
+using perf::tensor;
+using perf::transposed;
 
 // Tensors and their descriptions, kept alive together (not copyable: the
 // descriptions point into the tensors).

@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
+#include "TestSupport.h"
 #include "runtime/Error.h"
 #include "runtime/PlacementTable.h"
 
@@ -95,10 +97,9 @@ TEST(PlacementTable, DtypeRules) {
 }
 
 TEST(PlacementTable, ReleaseLineFromEnvironment) {
-  char directory[] = "/tmp/npusim-placement-XXXXXX";
-  ASSERT_NE(mkdtemp(directory), nullptr);
-  const std::string root = directory;
-  ASSERT_EQ(system(("mkdir -p " + root + "/placement").c_str()), 0);
+  const npusim::runtime::testing::TemporaryDirectory directory;  // removed with its files at the end
+  const std::string root = directory.path();
+  std::filesystem::create_directory(root + "/placement");
   std::ofstream(root + "/placement/torch_npu-2.13.tsv") << kRelease;
   unsetenv("NPUSIM_TORCH_NPU_VERSION");
   unsetenv("NPUSIM_PLACEMENT_OVERRIDES");
