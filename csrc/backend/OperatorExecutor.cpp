@@ -61,15 +61,45 @@ class OperatorCall {
   int device() const { return device_; }
   const CallFacts& facts() const { return facts_; }
 
-  // Every tensor argument in order, for pricing: inputs are those not
-  // written. Kept alive here: the kernel pops them off the stack.
-  void noteOperand(const at::Tensor& t, bool written) {
-    if (!written) inputs_.push_back(t);
+  // Every tensor argument in order, for pricing: inputs are those the kernel
+  // reads (a written argument too, unless the operator only writes it).
+  // Kept alive here: the kernel pops them off the stack.
+  void noteOperand(const at::Tensor& t, uint8_t role) {
+    if (role & operand_role::kRead) inputs_.push_back(t);
+  }
+  // A written argument as the kernel sees it (its alias, which carries any
+  // new geometry the kernel gives it): an output for pricing.
+  void noteWrittenOperand(const at::Tensor& kernelView, uint8_t role) {
+    if (role & operand_role::kWrite) writtenOperands_.push_back(kernelView);
   }
 
   c10::SmallVector<perf::TensorDesc, 8> describeInputs() const {
     c10::SmallVector<perf::TensorDesc, 8> descs;
     for (const auto& t : inputs_) descs.push_back(describeTensor(t));
+    return descs;
+  }
+
+  // Outputs for pricing: the written arguments, then each returned tensor
+  // that is not one of them (an in-place result is counted once).
+  c10::SmallVector<perf::TensorDesc, 8> describeOutputs(const torch::jit::Stack& stack, size_t firstReturn) const {
+    c10::SmallVector<perf::TensorDesc, 8> descs;
+    for (const auto& t : writtenOperands_) descs.push_back(describeTensor(t));
+    auto isWritten = [&](const at::Tensor& t) {
+      for (const auto& w : writtenOperands_) {
+        if (w.unsafeGetTensorImpl() == t.unsafeGetTensorImpl()) return true;
+      }
+      return false;
+    };
+    for (size_t i = firstReturn; i < stack.size(); ++i) {
+      const c10::IValue& value = stack[i];
+      if (value.isTensor()) {
+        if (!isWritten(value.toTensor())) descs.push_back(describeTensor(value.toTensor()));
+      } else if (value.isTensorList()) {
+        for (const at::Tensor& t : value.toTensorVector()) {
+          if (!isWritten(t)) descs.push_back(describeTensor(t));
+        }
+      }
+    }
     return descs;
   }
 
@@ -133,17 +163,20 @@ class OperatorCall {
     for (size_t i = 0; i < count; ++i) {
       const bool isWritten = nextWritten < written.size() && written[nextWritten] == i;
       if (isWritten) ++nextWritten;
+      const uint8_t role = i < record_.operandRoles.size() ? record_.operandRoles[i] : operand_role::kRead;
       const bool isIndices = static_cast<int>(i) == record_.indicesArgument;
       c10::IValue& value = stack[first + i];
       if (value.isTensor()) {
         const at::Tensor& t = value.toTensor();
         if (!t.defined()) continue;
         noteDtype(t, isIndices, arguments[i]);
-        noteOperand(t, isWritten);
+        noteOperand(t, role);
         if (isNpu(t)) {
           value = aliasArgument(t, isWritten);
+          noteWrittenOperand(value.toTensor(), role);
         } else {
           noteCpuArgument(t);
+          noteWrittenOperand(t, role);
         }
       } else if (value.isTensorList()) {
         c10::List<at::Tensor> mapped;
@@ -151,10 +184,11 @@ class OperatorCall {
         for (at::Tensor t : value.toTensorList()) {
           if (t.defined()) {
             noteDtype(t, isIndices, arguments[i]);
-            noteOperand(t, isWritten);
+            noteOperand(t, role);
           }
           if (t.defined() && isNpu(t)) {
             mapped.push_back(aliasArgument(t, isWritten));
+            noteWrittenOperand(mapped.get(mapped.size() - 1), role);
             any = true;
           } else {
             if (t.defined()) noteCpuArgument(t);
@@ -168,7 +202,7 @@ class OperatorCall {
         for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
           if (t.has_value() && t->defined()) {
             noteDtype(*t, isIndices, arguments[i]);
-            noteOperand(*t, isWritten);
+            noteOperand(*t, role);
           }
           if (t.has_value() && t->defined() && isNpu(*t)) {
             mapped.push_back(aliasArgument(*t, isWritten));
@@ -324,6 +358,7 @@ class OperatorCall {
   const bool meta_;
   CallFacts facts_;
   c10::SmallVector<at::Tensor, 8> inputs_;
+  c10::SmallVector<at::Tensor, 4> writtenOperands_;
   int device_ = -1;
   c10::Device foreignDevice_{c10::DeviceType::Meta};
   c10::SmallVector<StorageAlias, 4> storages_;
@@ -372,15 +407,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   }
   const size_t returnCount = schema.returns().size();
   const size_t firstReturn = stack->size() - returnCount;
-  c10::SmallVector<perf::TensorDesc, 4> outputs;
-  for (size_t i = firstReturn; i < stack->size(); ++i) {
-    const c10::IValue& value = (*stack)[i];
-    if (value.isTensor()) {
-      outputs.push_back(describeTensor(value.toTensor()));
-    } else if (value.isTensorList()) {
-      for (const at::Tensor& t : value.toTensorVector()) outputs.push_back(describeTensor(t));
-    }
-  }
+  const auto outputs = call.describeOutputs(*stack, firstReturn);
   // A data-dependent output size (nonzero, boolean indexing, ...) makes the
   // host wait for the device before it can go on.
   const auto inputs = call.describeInputs();

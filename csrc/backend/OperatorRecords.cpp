@@ -17,6 +17,36 @@ std::unordered_map<const void*, std::unique_ptr<OperatorRecord>>& records() {
   return *table;
 }
 
+// Operators whose first argument is written without being read: copies into
+// it, fills and the random fills (`*_` of a distribution), set_ and resize_.
+bool writesFirstArgumentOnly(const std::string& base) {
+  static const char* const kNames[] = {
+      "aten::copy_",        "aten::fill_",     "aten::zero_",       "aten::uniform_",    "aten::normal_",
+      "aten::bernoulli_",   "aten::exponential_", "aten::geometric_", "aten::log_normal_", "aten::cauchy_",
+      "aten::random_",      "aten::_foreach_zero_", "aten::_foreach_copy_", "aten::set_",   "aten::resize_",
+      "aten::resize_as_",   "aten::fill_diagonal_"};
+  for (const char* name : kNames) {
+    if (base == name) return true;
+  }
+  return false;
+}
+
+// Fused optimizers mark their gradients written (an AMP grad_scale unscales
+// them in place on CUDA); the NPU kernels read them only.
+bool isFusedOptimizer(const std::string& base) {
+  return base == "aten::_fused_adam_" || base == "aten::_fused_adamw_" || base == "aten::_fused_sgd_" ||
+         base == "aten::_fused_adagrad_";
+}
+
+uint8_t operandRole(const c10::Argument& argument, size_t index, const std::string& base) {
+  namespace role = operand_role;
+  const auto* alias = argument.alias_info();
+  if (alias == nullptr || !alias->isWrite()) return role::kRead;
+  if (argument.is_out() || (index == 0 && writesFirstArgumentOnly(base))) return role::kWrite;
+  if (isFusedOptimizer(base) && argument.name() == "grads") return role::kRead;
+  return role::kRead | role::kWrite;
+}
+
 std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
   auto record = std::make_unique<OperatorRecord>();
   const auto& schema = op.schema();
@@ -30,6 +60,7 @@ std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
   for (size_t i = 0; i < arguments.size(); ++i) {
     const auto* alias = arguments[i].alias_info();
     if (alias != nullptr && alias->isWrite()) record->writtenArguments.push_back(i);
+    record->operandRoles.push_back(operandRole(arguments[i], i, base));
     const auto& type = arguments[i].type();
     const auto generator = c10::GeneratorType::get();
     if (*type == *generator || *type == *c10::OptionalType::create(generator)) record->generatorArguments.push_back(i);

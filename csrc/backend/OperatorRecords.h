@@ -18,12 +18,22 @@
 
 namespace npusim::backend {
 
+// Bits of OperatorRecord::operandRoles.
+namespace operand_role {
+inline constexpr uint8_t kRead = 1;
+inline constexpr uint8_t kWrite = 2;
+}  // namespace operand_role
+
 struct OperatorRecord {
   std::string name;                  // "aten::add.Tensor"
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> deviceNs{0};  // modelled device time of its calls
   bool acceptsCpuTensors = false;    // indexing ops take CPU index tensors, as on CUDA
   std::vector<size_t> writtenArguments;  // indices of Tensor(a!) arguments
+  // How the kernel touches each argument's memory, for pricing (by argument
+  // index; see OperandRole). A written argument is also read unless the
+  // operator only writes it (out=, copy_'s destination, fills).
+  std::vector<uint8_t> operandRoles;
   std::vector<size_t> generatorArguments;  // indices of Generator? arguments
   int indicesArgument = -1;
   perf::OperatorKind kind = perf::OperatorKind::kOther;  // how the cost model prices it          // the "indices" Tensor?[] argument, for index_dtype rules
