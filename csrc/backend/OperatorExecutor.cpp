@@ -21,6 +21,7 @@
 #include "backend/OperatorExecutor.h"
 #include "backend/EstimateMode.h"
 #include "backend/InfNanMode.h"
+#include "backend/L2Residency.h"
 #include "backend/NpuAllocator.h"
 #include "backend/NpuGenerator.h"
 #include "backend/OperatorPlacement.h"
@@ -75,8 +76,26 @@ class OperatorCall {
 
   c10::SmallVector<perf::TensorDesc, 8> describeInputs() const {
     c10::SmallVector<perf::TensorDesc, 8> descs;
-    for (const auto& t : inputs_) descs.push_back(describeTensor(t));
+    for (const auto& t : inputs_) {
+      descs.push_back(describeTensor(t));
+      if (isNpu(t)) descs.back().l2Resident = isL2Resident(device_, t);
+    }
     return descs;
+  }
+
+  // The kernel's operands are now the most recent data in the L2.
+  void touchOperands(const torch::jit::Stack& stack, size_t firstReturn) const {
+    for (const auto& t : inputs_) {
+      if (isNpu(t)) touchL2(device_, t);
+    }
+    for (const auto& entry : tensors_) {
+      if (entry.written) touchL2(device_, entry.npu);
+    }
+    for (size_t i = firstReturn; i < stack.size(); ++i) {
+      if (!stack[i].isTensor()) continue;
+      const at::Tensor& t = stack[i].toTensor();
+      if (t.defined() && isNpu(t)) touchL2(device_, t);
+    }
   }
 
   // Outputs for pricing: the written arguments, then each returned tensor
@@ -421,6 +440,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   for (size_t i = firstReturn; i < stack->size(); ++i) {
     (*stack)[i] = call.toNpu(std::move((*stack)[i]));
   }
+  if (placement.placement == runtime::Placement::kAiCore) call.touchOperands(*stack, firstReturn);
   if (saturationModeEnabled() && !call.meta()) call.saturateResults(*stack, firstReturn);
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "backend/L2Residency.h"
 #include "backend/NpuStreams.h"
 #include "perf/CostModel.h"
 #include "runtime/Runtime.h"
@@ -87,6 +88,7 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
   // A CPU fallback computes on the host: the host is busy for that long too.
   if (cost.hostNs > 0) rt.hostClock().advance(cost.hostNs);
   if (dataDependentSync || rt.launchBlocking()) timeline.synchronizeStream(stream);
+  if (cost.unit == perf::Unit::kCube || cost.unit == perf::Unit::kVector) addL2Traffic(device, cost.bytes);
   account(cost, dispatch);
   return cost.deviceNs;
 }
@@ -122,6 +124,7 @@ void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinned
                              ? !nonBlocking
                              : direction == CopyDirection::kHostToDevice && !(pinnedHost && nonBlocking);
   if (hostWaits || rt.launchBlocking()) timeline.synchronizeStream(stream);
+  if (direction != CopyDirection::kDeviceToHost) addL2Traffic(device, cost.bytes);
   account(cost, dispatch);
 }
 

@@ -22,10 +22,13 @@ inline constexpr int64_t kBaseTileK = 64;
 // Cube fractal: M, N, K padded to 16 (§6.5); int8 K to 32 (16x32x16, §2.2).
 inline constexpr int64_t kFractal = 16;
 inline constexpr int64_t kInt8FractalK = 32;
-// Issue cost of one MMAD instruction beyond its m*k*n/MACs cycles: msKPP
-// measures ~2-3 cycles back-to-back (32x16x128 in ~18 cycles vs 16 ideal) and
-// up to 24 isolated (§2.3); the fit of the §3.3 sweep picks 6.
-inline constexpr double kMmadIssueCycles = 6.0;
+// Issue cost of one MMAD instruction (one 64-deep K step of a tile) beyond
+// its m*k*n/MACs cycles: msKPP measures ~2-3 cycles back-to-back (32x16x128
+// in ~18 cycles vs 16 ideal) and up to 24 isolated (§2.3). The best measured
+// shape, 328 TFLOPS bf16 (92.7% of 353.9, §3.3 limulidae), bounds the
+// per-step cost from below: with the fixpipe drain below, 16 cycles per step
+// leave a 128x256 tile at 93-94% of peak. 16 is inside msKPP's range.
+inline constexpr double kMmadIssueCycles = 16.0;
 // The accumulator leaves L0C through the fixpipe at 128 B/cycle (L0C->GM,
 // §2.3). With one L0C buffer the drain does not overlap the next tile.
 inline constexpr double kFixpipeBytesPerCycle = 128.0;
@@ -34,19 +37,26 @@ inline constexpr double kAccumulatorBytes = 4.0;  // fp32 (int32 for int8)
 // fitted on the §3.3 sweep, where 1024^3 at 98 TFLOPS is dominated by it;
 // consistent with the "~10 us fixed launch/sync overhead" of the A3 study
 // (§2.4) and §6.3's 5-10 us per kernel.
-inline constexpr double kCubeKernelOverheadNs = 11'500.0;
-// Beyond the L2 (192 MB on 910B2), panels are re-read from HBM. Tiles walk
-// the output row by row: tile (i, j) reads row panel i of A and column panel
-// j of B, so without a cache A is read tilesN times and B tilesM times. The
-// L2 absorbs these re-reads while the working set (A + B + C) fits; beyond,
-// a fraction 0.04 x (working set / L2 - 1) of them miss. Fitted on the §3.3
-// decline from 314.5 TFLOPS (4096^3, 96 MB) to 305 (8192^3, 384 MB) and 275
-// (10240^3, 600 MB). A weight gradient (one tile row, K split over the cores)
-// re-reads little; a convolution's weights are re-read from the L2 freely.
-inline constexpr double kL2MissPerOverflow = 0.04;
-// Fit quality of the constants above against §3.3 (estimate vs measured):
-// 1K +0.3%, 2K -2.5%, 4K +1.8%, 8K +0.2%, 10K +0.1%, fp32 4K -0.3%.
-//
+inline constexpr double kCubeKernelOverheadNs = 10'000.0;
+// Beyond the L2 (192 MB on 910B2), the panels the tiles re-read miss and
+// the MMADs wait for them. The §3.3 sweep declines by the same fraction on
+// all three dtypes once A + B + C is about twice the L2: 4096^3 -> 8192^3 /
+// 10240^3 is 315.4 -> 301.2 / 300.9 TFLOPS bf16 (-4.5%), 84.5 -> 80.4 / 79.7
+// fp32 (-5%), 314.5 -> 305.5 fp16 at 8192^3 (-3%); a dtype-independent
+// stall, rising with the overflow (working set / L2 - 1) up to 1, of 8% of
+// the Cube time fits them together (the model's own curve rises ~4% from
+// 4096^3 to 8192^3 as the wave quantisation fades). fp16 at 10240^3 (274.8,
+// 9% below bf16 at the same Cube rate) is the one point it does not follow.
+// A weight gradient (one tile row, K split over the cores) has a small
+// working set; a convolution's weights are re-read from the L2 freely.
+inline constexpr double kL2OverflowStall = 0.08;
+// Convolutions lowered to the Cube run below the GEMM of the same shape
+// (load3d im2col feeding, 5HD / FRACTAL_Z tiling): per-kernel measurements
+// of ResNet-50 on the first-generation 910 (issue 12 of this project, from
+// profiler kernel tables) show convolutions about 1.8x slower than the GEMM
+// model priced them. No 910B convolution measurement is published; the
+// same efficiency is used for every chip [U].
+inline constexpr double kConvolutionCubeEfficiency = 1.0 / 1.8;
 // HF32 (torch_npu allow_hf32): fp32 operands rounded to a 10-bit mantissa and
 // multiplied on the Cube. No public throughput figure; taken as half the
 // fp16 rate [I] by analogy with the fractal (fp32/HF32 use K0=8 where fp16
@@ -97,6 +107,11 @@ inline constexpr double kStridedBandwidthFraction = 0.5;
 // bf16 arithmetic on the A2 vector unit goes through fp32 [I]: bf16 is
 // priced at the fp32 element rate.
 
+// Fused attention (FlashAttention-style: scores stay on chip) is parallel
+// over batch x heads x blocks of query rows, 128 rows per block: the Cube's
+// base tile height (kBaseTileM), the block FlashAttentionScore tiles the
+// query sequence in [I].
+inline constexpr int64_t kFlashQueryBlock = 128;
 // Fused attention (FlashAttention-style: scores stay on chip). Vector work
 // per score element: scale, row max, subtract, exp, row sum, cast, and the
 // rescale of the running output, ~10 binary-op equivalents in fp32 [I]. The
@@ -140,13 +155,16 @@ inline constexpr double kPageableCopyLatencyNs = 15'000.0;
 
 // ---------------------------------------------------------- Host dispatch
 // Host time of launching one operator in eager mode (§6.3: "host eager
-// dispatch ~15-40 us per op"; GPU comparison 3-7 us). TASK_QUEUE_ENABLE=0
-// launches synchronously on the calling thread (upper part of the range);
-// 1 (default) hands the launch to the task queue's second thread; 2 also
-// moves part of the first stage there (torch_npu recommends it) [I].
+// dispatch ~15-40 us per op"; GPU comparison 3-7 us). At TASK_QUEUE_ENABLE=1
+// (the default) a loop of four small operators (q @ k^T, x scale, softmax,
+// @ v) measures 60-65 us per iteration on a 910B2 with device work well
+// below that (issue 12's attention-loop reference): 15 us per operator.
+// TASK_QUEUE_ENABLE=0 launches synchronously on the calling thread (upper
+// part of §6.3's range) [I]; 2 also moves part of the first stage to the
+// queue's thread (torch_npu recommends it) [I].
 inline constexpr double kDispatchSynchronousNs = 35'000.0;
-inline constexpr double kDispatchTaskQueueNs = 20'000.0;
-inline constexpr double kDispatchTaskQueueLevel2Ns = 16'000.0;
+inline constexpr double kDispatchTaskQueueNs = 15'000.0;
+inline constexpr double kDispatchTaskQueueLevel2Ns = 13'000.0;
 // A view or metadata-only operator launches nothing: ATen's own overhead.
 inline constexpr double kDispatchViewNs = 3'000.0;
 

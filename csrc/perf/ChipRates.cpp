@@ -17,6 +17,10 @@ ChipRates ChipRates::fromChip(const runtime::ChipSpec& chip) {
   const double efficiency = chip.hbmBandwidthEfficiency > 0 ? chip.hbmBandwidthEfficiency : 0.85;
   rates.hbmBytesPerSecond = (chip.hbmBandwidthGbps > 0 ? chip.hbmBandwidthGbps : 1600.0) * 1e9 * efficiency;
   rates.l2Bytes = chip.l2CacheBytes > 0 ? double(chip.l2CacheBytes) : 192.0 * 1024 * 1024;
+  rates.l2ReadBytesPerSecond = calibration::kL2ReadBytesPerCyclePerCore * double(rates.cubeCores) * rates.clockHz;
+  // Measured on the A2 family only; the first-generation 910's 32 MB L2 has
+  // no GEMM sweep to fit it on, so no stall is invented for it.
+  rates.l2OverflowStall = chip.chipFamily == "A1" ? 0.0 : calibration::kL2OverflowStall;
   rates.pcieBytesPerSecond = (chip.pcieBandwidthGbps > 0 ? chip.pcieBandwidthGbps : 32.0) * 1e9;
   return rates;
 }

@@ -60,6 +60,17 @@ int operandBytesOf(CubePrecision precision) noexcept {
   return 2;
 }
 
+// Options for a GEMM at a precision, every operand fetched whole from HBM.
+GemmOptions gemmOptions(CubePrecision precision) noexcept {
+  GemmOptions options;
+  options.precision = precision;
+  options.operandBytes = operandBytesOf(precision);
+  return options;
+}
+
+// 0 for an operand a recent kernel left in the L2, 1 otherwise.
+double hbmFraction(const TensorDesc& t) noexcept { return t.l2Resident ? 0.0 : 1.0; }
+
 bool cubePrecisionOf(DType type, bool allowHf32, CubePrecision& precision) noexcept {
   switch (type) {
     case DType::kFloat16:
@@ -153,6 +164,13 @@ namespace {
 
 MatmulGeometry matmulGeometry(const detail::PriceRequest& r) noexcept;
 ConvolutionGeometry convolutionGeometry(const detail::PriceRequest& r, bool backward) noexcept;
+
+// A convolution's Cube kernel: the GEMM it lowers to, its Cube time
+// stretched by the convolution efficiency (Calibration.h).
+double convolutionSeconds(const GemmEstimate& gemm) noexcept {
+  const double cube = gemm.cubeSeconds / cal::kConvolutionCubeEfficiency;
+  return cal::kCubeKernelOverheadNs * 1e-9 + std::max(cube, gemm.memorySeconds);
+}
 
 }  // namespace
 
@@ -337,8 +355,10 @@ Cost CostModel::priceMatmul(const Request& r) const noexcept {
   traffic.bytesB = g.b->bytes();
   traffic.bytesOut = double(g.shape.batch) * double(g.shape.m) * double(g.shape.n) * elementSize(outType);
   traffic.bytesOther = g.extra->bytes();
-  const GemmEstimate gemm =
-      estimateGemm(rates_, g.shape, traffic, GemmOptions{precision, operandBytesOf(precision), false});
+  GemmOptions options = gemmOptions(precision);
+  options.hbmFractionA = hbmFraction(*g.a);
+  options.hbmFractionB = hbmFraction(*g.b);
+  const GemmEstimate gemm = estimateGemm(rates_, g.shape, traffic, options);
 
   double bytes = gemm.bytes;
   double seconds = gemm.seconds;
@@ -383,10 +403,10 @@ Cost CostModel::priceConvolution(const Request& r) const noexcept {
   traffic.bytesB = weight.bytes();
   traffic.bytesOut = outputBytes * g.outputPad;
   traffic.bytesOther = bias.bytes();
-  GemmOptions options{precision, operandBytesOf(precision), false};
+  GemmOptions options = gemmOptions(precision);
   if (!g.transposed) options.fetchScaleA = 1.0 / double(g.kernelElements);  // im2col built in L1
   const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, options);
-  return Cost{toNs(gemm.seconds), Unit::kCube, g.usefulFlops, gemm.bytes, 0, false};
+  return Cost{toNs(convolutionSeconds(gemm)), Unit::kCube, g.usefulFlops, gemm.bytes, 0, false};
 }
 
 Cost CostModel::priceConvolutionBackward(const Request& r) const noexcept {
@@ -428,10 +448,10 @@ Cost CostModel::priceConvolutionBackward(const Request& r) const noexcept {
     const GemmShape shape = g.transposed ? GemmShape{g.groups, g.positions, g.xChannels, cy * k}
                                          : GemmShape{g.groups, g.positions, cx * k, g.yChannels};
     const GemmTraffic traffic{gradOutputBytes, weight.bytes(), inputBytes, 0};
-    GemmOptions options{precision, operandBytesOf(precision), false};
+    GemmOptions options = gemmOptions(precision);
     if (g.transposed) options.fetchScaleA = 1.0 / double(k);  // im2col of dY built in L1
     const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, options);
-    seconds += gemm.seconds;
+    seconds += convolutionSeconds(gemm);
     bytes += gemm.bytes;
     flops += g.usefulFlops;
   }
@@ -440,10 +460,10 @@ Cost CostModel::priceConvolutionBackward(const Request& r) const noexcept {
     const GemmShape shape = g.transposed ? GemmShape{g.groups, g.xChannels, cy * k, g.positions}
                                          : GemmShape{g.groups, g.yChannels, cx * k, g.positions};
     const GemmTraffic traffic{gradOutputBytes, inputBytes, gradWeightBytes, 0};
-    GemmOptions options{precision, operandBytesOf(precision), false};
+    GemmOptions options = gemmOptions(precision);
     options.fetchScaleB = 1.0 / double(k);  // im2col of X (or dY) built in L1
     const GemmEstimate gemm = estimateGemm(rates_, shape, traffic, options);
-    seconds += gemm.seconds;
+    seconds += convolutionSeconds(gemm);
     bytes += gemm.bytes;
     flops += g.usefulFlops;
   }
@@ -507,17 +527,25 @@ Cost CostModel::priceAttention(const Request& r, bool backward) const noexcept {
                                                                                        2.0;
     fraction = std::clamp(attended / (double(sq) * double(sk)), 0.0, 1.0);
   }
+  // The kernel is parallel over batch x heads x query blocks: one AI Cube
+  // core (with its two AI Vector cores) takes a block of query rows through
+  // every key block in turn (the online softmax is sequential over keys), so
+  // a short query or few heads leave cores idle.
   const int64_t heads2d = batch * queryHeads;
-  const GemmOptions onChip{precision, operandBytesOf(precision), true};
-  const GemmEstimate scores = estimateGemm(rates_, GemmShape{heads2d, sq, sk, headDim}, GemmTraffic{}, onChip);
-  const GemmEstimate context = estimateGemm(rates_, GemmShape{heads2d, sq, valueDim, sk}, GemmTraffic{}, onChip);
-  double cube = (scores.cubeSeconds + context.cubeSeconds) * fraction;
-  double flops = (scores.flops + context.flops) * fraction;
-  VectorWork softmax;
-  softmax.elements = double(heads2d) * double(sq) * double(sk) * fraction;
-  softmax.opsPerElement = cal::kFlashOpsPerScore;
-  softmax.computeType = DType::kFloat32;
-  double vector = estimateVector(rates_, softmax).computeSeconds;
+  const double queryBlock = double(std::min<int64_t>(roundUp(sq, cal::kFractal), cal::kFlashQueryBlock));
+  const double blocks = double(heads2d) * std::ceil(double(sq) / queryBlock);
+  const double waves = std::ceil(blocks / double(std::max(1, rates_.cubeCores)));
+  const double keys = double(roundUp(sk, cal::kFractal)) * fraction;  // average keys per block
+  const double macs = rates_.macsPerCycle(precision);
+  const double blockCubeCycles =
+      queryBlock * keys * double(roundUp(headDim, cal::kFractal) + roundUp(valueDim, cal::kFractal)) / macs;
+  // Score elements per block on the core's AI Vector cores (§2.2: 2 per AIC).
+  const double vectorsPerBlock = double(rates_.vectorCores) / double(std::max(1, rates_.cubeCores));
+  const double blockVectorCycles = queryBlock * keys * cal::kFlashOpsPerScore * cal::kBinaryCyclesPerRepeat /
+                                   (elementsPerRepeat(rates_, DType::kFloat32) * vectorsPerBlock);
+  double cube = waves * blockCubeCycles / rates_.clockHz;
+  double vector = waves * blockVectorCycles / rates_.clockHz;
+  double flops = 2.0 * double(heads2d) * double(sq) * double(sk) * double(headDim + valueDim) * fraction;
   if (backward) {
     cube *= cal::kFlashBackwardCubeFactor;
     flops *= cal::kFlashBackwardCubeFactor;
@@ -596,6 +624,17 @@ Cost CostModel::priceVectorKind(const Request& r) const noexcept {
       work.opsPerElement = cal::kOpsOptimizer / 3.0;  // per written element (param, two moments)
       break;
     default: break;
+  }
+  // Inputs a recent kernel left in the L2 are read from there (their share
+  // of the bytes read).
+  double residentBytes = 0;
+  for (int i = 0; i < r.inputCount; ++i) {
+    if (r.input(i).l2Resident) residentBytes += r.input(i).bytes();
+  }
+  if (residentBytes > 0 && inBytes > 0 && r.kind != OperatorKind::kFactory) {
+    const double readBytes = std::max(0.0, work.bytes - outBytes);
+    work.l2Bytes = readBytes * std::min(1.0, residentBytes / inBytes);
+    work.bytes -= work.l2Bytes;
   }
   const VectorEstimate v = estimateVector(rates_, work);
   return Cost{toNs(cal::kKernelFloorNs * 1e-9 + v.seconds), Unit::kVector, work.elements * work.opsPerElement,

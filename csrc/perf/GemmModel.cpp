@@ -16,7 +16,10 @@ GemmEstimate estimateGemm(const ChipRates& rates, const GemmShape& shape, const 
                           const GemmOptions& options) noexcept {
   namespace cal = calibration;
   GemmEstimate estimate;
-  estimate.bytes = traffic.bytesA + traffic.bytesB + traffic.bytesOut + traffic.bytesOther;
+  // An operand a recent kernel left in the L2 is not fetched from HBM again
+  // (it reaches the cores at the L2 feed rate modelled per tile below).
+  const double hbmA = traffic.bytesA * options.hbmFractionA, hbmB = traffic.bytesB * options.hbmFractionB;
+  estimate.bytes = hbmA + hbmB + traffic.bytesOut + traffic.bytesOther;
   estimate.memorySeconds = estimate.bytes / rates.hbmBytesPerSecond;
   if (shape.batch <= 0 || shape.m <= 0 || shape.n <= 0 || shape.k <= 0) {
     estimate.seconds = cal::kCubeKernelOverheadNs * 1e-9 + estimate.memorySeconds;
@@ -92,18 +95,12 @@ GemmEstimate estimateGemm(const ChipRates& rates, const GemmShape& shape, const 
   }
   double cubeSeconds = double(waves) * tileCycles / rates.clockHz;
 
-  // Panel re-reads that miss a too-small L2 (§3.3 decline above 4K).
-  const double batches = double(shape.batch);
-  const double tilesM = double(ceilDiv(mPadded, tileM)), tilesN = double(ceilDiv(nPadded, tileN));
-  const double workingSet = (traffic.bytesA + traffic.bytesB + traffic.bytesOut) / batches;
-  const double overflow = std::max(0.0, workingSet / rates.l2Bytes - 1.0);
-  const double rereads = traffic.bytesA * (tilesN - 1.0) + traffic.bytesB * (tilesM - 1.0);
-  const double missFraction = std::min(1.0, cal::kL2MissPerOverflow * overflow);
-  const double refetchBytes = rereads * missFraction;
-  const double refetchSeconds = refetchBytes / rates.hbmBytesPerSecond;
-  estimate.l2Penalty = cubeSeconds > 0 ? (cubeSeconds + refetchSeconds) / cubeSeconds : 1.0;
-  cubeSeconds += refetchSeconds;
-  estimate.bytes += refetchBytes;
+  // A working set beyond the L2 makes panel re-reads miss, and the cores'
+  // MMADs stall on them (§3.3 decline above 4K; Calibration.h).
+  const double workingSet = (traffic.bytesA + traffic.bytesB + traffic.bytesOut) / double(shape.batch);
+  const double overflow = std::clamp(workingSet / rates.l2Bytes - 1.0, 0.0, 1.0);
+  estimate.l2Penalty = 1.0 + rates.l2OverflowStall * overflow;
+  cubeSeconds *= estimate.l2Penalty;
 
   // Split K writes fp32 partial sums and reads them back to reduce them.
   if (kSplit > 1) {

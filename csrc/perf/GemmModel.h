@@ -33,6 +33,10 @@ struct GemmOptions {
   // load3d instruction, so a 3x3 kernel fetches 1/9 of its GEMM operand.
   double fetchScaleA = 1.0;
   double fetchScaleB = 1.0;
+  // Fraction of each operand read from HBM: 0 when a recent kernel left it
+  // in the L2 (§2.2 L2 residency), 1 otherwise.
+  double hbmFractionA = 1.0;
+  double hbmFractionB = 1.0;
   // The accumulator drain overlaps the next tile (double-buffered L0C, as a
   // fused attention kernel's smaller score tiles allow).
   bool drainOverlapped = false;
@@ -45,7 +49,7 @@ struct GemmEstimate {
   double flops = 0;          // useful: 2*b*m*n*k
   double paddedFlops = 0;    // what the Cube executes after fractal padding
   double bytes = 0;          // HBM traffic
-  double l2Penalty = 1;    // (cube + L2 refetch) / cube
+  double l2Penalty = 1;    // Cube time stretched by MMADs stalling on L2 misses
   bool feedBound = false;  // a K step waits for its operands rather than the MMAD
   int64_t tileM = 0;
   int64_t tileN = 0;

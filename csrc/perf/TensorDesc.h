@@ -14,6 +14,9 @@ struct TensorDesc {
   const int64_t* strides = nullptr;  // nullptr: contiguous (row-major)
   int rank = -1;                     // -1: no tensor (an absent bias, an output that was not requested)
   DType dtype = DType::kFloat32;
+  // Written or read by a recent kernel and still in the L2 (§2.2): read at L2
+  // bandwidth, not from HBM. The backend tracks it; the cost model only reads it.
+  bool l2Resident = false;
 
   static constexpr TensorDesc undefined() noexcept { return TensorDesc{}; }
 

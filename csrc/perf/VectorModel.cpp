@@ -15,6 +15,9 @@ VectorEstimate estimateVector(const ChipRates& rates, const VectorWork& work) no
   VectorEstimate estimate;
   const double fraction = work.bandwidthFraction > 0 ? work.bandwidthFraction : 1.0;
   estimate.memorySeconds = work.bytes / (rates.hbmBytesPerSecond * fraction);
+  if (work.l2Bytes > 0 && rates.l2ReadBytesPerSecond > 0) {
+    estimate.memorySeconds += work.l2Bytes / (rates.l2ReadBytesPerSecond * fraction);
+  }
   // §2.3: a binary op takes 2 cycles per 256 B repeat on each AIV.
   const double repeats = work.elements / elementsPerRepeat(rates, work.computeType);
   const double cycles = repeats * work.opsPerElement * calibration::kBinaryCyclesPerRepeat;

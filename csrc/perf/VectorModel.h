@@ -10,6 +10,7 @@ namespace npusim::perf {
 
 struct VectorWork {
   double bytes = 0;              // HBM traffic (reads + writes)
+  double l2Bytes = 0;            // reads served by the L2 (operands a recent kernel left there)
   double elements = 0;           // elements the vector unit processes
   double opsPerElement = 1;      // binary-op equivalents per element
   DType computeType = DType::kFloat16;

@@ -1,0 +1,26 @@
+// Which device buffers are still in the chip's L2 (§2.2 of the hardware
+// reference: 192 MB on a 910B), so that the cost model reads an operand a
+// recent kernel produced or read at L2 bandwidth instead of HBM bandwidth.
+//
+// The L2 is modelled as holding the most recently touched bytes: every
+// kernel's HBM traffic pushes older lines out, and a buffer stays resident
+// while the traffic since it was last touched plus its own size fits in the
+// L2. Buffers are keyed by their storage's base address.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+namespace npusim::backend {
+
+// True when `tensor`'s storage was touched recently enough to still be in
+// the L2 of `device`.
+bool isL2Resident(int device, const at::Tensor& tensor);
+
+// A kernel read or wrote `tensor`: its storage is now the most recent data
+// in the L2.
+void touchL2(int device, const at::Tensor& tensor);
+
+// A kernel moved `bytes` through HBM on `device` (evicting older lines).
+void addL2Traffic(int device, double bytes);
+
+}  // namespace npusim::backend
