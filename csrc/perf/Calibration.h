@@ -84,14 +84,27 @@ inline constexpr double kKernelFloorNs = 5'000.0;
 // One vector repeat is 256 B (128 fp16 / 64 fp32 elements); binary ops take
 // 2 cycles per repeat, unary and scalar-operand ops 1 (§2.3, msKPP).
 inline constexpr double kBinaryCyclesPerRepeat = 2.0;
-// Vector instructions (binary-op equivalents) per output element, by kind
-// [I]: an add is one; transcendental functions are sequences of several
-// (msKPP: VMLA 6 cycles/repeat, VREDUCEV2 ~14, §2.3).
+// Vector instructions per element, by instruction class, in binary-op
+// equivalents (2 cycles per 256 B repeat = 1): binary and unary ops 1 (a
+// unary op takes 1 cycle, but a kernel pairs it with a cast or a move);
+// multiply-accumulate (VMLA, 6 cycles/repeat, §2.3) 3; a transcendental
+// function (exp, log, tanh, reciprocal) as two VMLA-class polynomial steps,
+// 6 [I]; a row reduction folds repeats element-wise (1) and finishes with one
+// VREDUCEV2 (~14 cycles) per row, negligible per element. Kernels:
+//   activation (sigmoid-based silu/swish, gelu, tanh): exp 6 + add 1 +
+//     reciprocal-multiply 3 + multiply 1 = 11;
+//   normalisation (layer/RMS norm, batch norm's update): square 1 + sum 1
+//     + centre 1 + rsqrt-scale 3 (VMLA) + affine 3 (VMLA) = 9;
+//   softmax: max 1 + subtract 1 + exp 6 + sum 1 + scale 1 = 10.
+// The softmax count is what the attention loop of issue 12 (1024 x 8192
+// fp16 scores, 79.3 us per iteration on a 910B2) allows together with the
+// L2 residency of its scores: higher counts push that row past its
+// reference, lower ones leave it HBM-bound.
 inline constexpr double kOpsElementwise = 1.0;
-inline constexpr double kOpsActivation = 8.0;
+inline constexpr double kOpsActivation = 11.0;
 inline constexpr double kOpsReduction = 1.5;
-inline constexpr double kOpsNormalization = 6.0;
-inline constexpr double kOpsSoftmax = 8.0;
+inline constexpr double kOpsNormalization = 9.0;
+inline constexpr double kOpsSoftmax = 10.0;
 inline constexpr double kOpsPooling = 1.0;  // per input element (one compare/add per window tap)
 inline constexpr double kOpsRandom = 12.0;  // Philox rounds
 inline constexpr double kOpsOptimizer = 16.0;  // Adam: moments, bias correction, sqrt, divide
