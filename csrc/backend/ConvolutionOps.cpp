@@ -7,6 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "backend/Hf32Mode.h"
 #include "backend/KernelOperands.h"
 #include "backend/NpuAllocator.h"
 #include "backend/OperatorRecords.h"
@@ -28,7 +29,8 @@ at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& we
   at::Tensor output;
   {
     const ScopedOutputDevice outputs(device);
-    output = at::convolution(kernelOperand(input), kernelOperand(weight), cpuBias, stride, padding, dilation,
+    output = at::convolution(convolutionOperandForHf32(kernelOperand(input)),
+                             convolutionOperandForHf32(kernelOperand(weight)), cpuBias, stride, padding, dilation,
                              transposed, outputPadding, groups);
   }
   const perf::TensorDesc operands[] = {describeTensor(input), describeTensor(weight),
@@ -53,9 +55,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
   {
     const ScopedOutputDevice outputs(device);
-    grads = at::convolution_backward(kernelOperandOrUndefined(gradOutput), kernelOperand(input), kernelOperand(weight),
-                                     biasSizes, stride, padding, dilation, transposed, outputPadding, groups,
-                                     outputMask);
+    grads = at::convolution_backward(convolutionOperandForHf32(kernelOperandOrUndefined(gradOutput)),
+                                     convolutionOperandForHf32(kernelOperand(input)),
+                                     convolutionOperandForHf32(kernelOperand(weight)), biasSizes, stride, padding,
+                                     dilation, transposed, outputPadding, groups, outputMask);
   }
   const perf::TensorDesc operands[] = {describeTensor(gradOutput), describeTensor(input), describeTensor(weight)};
   const perf::TensorDesc results[] = {describeTensor(std::get<0>(grads)), describeTensor(std::get<1>(grads)),

@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/TensorFactories.h>
+#include <ATen/Context.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/_to_copy_native.h>
 #include <ATen/ops/as_strided_native.h>
@@ -29,6 +30,25 @@ c10::Device targetDevice(std::optional<c10::Device> device) {
                      static_cast<c10::DeviceIndex>(runtime::Runtime::instance().currentDevice()));
 }
 
+// torch.use_deterministic_algorithms(True) with fill_uninitialized_memory
+// (the default): new memory holds NaN (floating types) or the largest value
+// (integers), as on CPU and CUDA, so reads of uninitialised data are visible.
+void fillUninitializedIfDeterministic(const at::Tensor& tensor, int64_t fromByte = 0) {
+  const auto& context = at::globalContext();
+  if (!context.deterministicAlgorithms() || !context.deterministicFillUninitializedMemory()) return;
+  if (tensor.numel() == 0 || estimateOnly()) return;
+  at::Tensor alias = makeCpuAlias(tensor);
+  if (fromByte > 0) {
+    // Only the part that resize_ added: the storage bytes from `fromByte` on.
+    const int64_t itemSize = static_cast<int64_t>(tensor.element_size());
+    const int64_t total = static_cast<int64_t>(tensor.storage().nbytes()) / itemSize;
+    const int64_t first = (fromByte + itemSize - 1) / itemSize;
+    if (first >= total) return;
+    alias = at::empty({0}, alias.options()).set_(alias.storage(), first, {total - first}, {1});
+  }
+  at::native::fill_empty_deterministic_(alias);
+}
+
 void checkDenseLayout(std::optional<c10::Layout> layout) {
   TORCH_CHECK(!layout || *layout == c10::Layout::Strided, "npu tensors support only the strided layout, got ",
               *layout);
@@ -40,8 +60,11 @@ at::Tensor emptyMemoryFormat(c10::IntArrayRef size, std::optional<c10::ScalarTyp
   checkDenseLayout(layout);
   TORCH_CHECK(!pinMemory.value_or(false), "Only dense CPU tensors can be pinned");
   const c10::DeviceGuard guard(targetDevice(device));
-  return at::detail::empty_generic(size, npuDeviceAllocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                   c10::dtype_or_default(dtype), memoryFormat);
+  at::Tensor result = at::detail::empty_generic(size, npuDeviceAllocator(),
+                                                c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                c10::dtype_or_default(dtype), memoryFormat);
+  fillUninitializedIfDeterministic(result);
+  return result;
 }
 
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
@@ -50,9 +73,11 @@ at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::opt
   checkDenseLayout(layout);
   TORCH_CHECK(!pinMemory.value_or(false), "Only dense CPU tensors can be pinned");
   const c10::DeviceGuard guard(targetDevice(device));
-  return at::detail::empty_strided_generic(size, stride, npuDeviceAllocator(),
-                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                           c10::dtype_or_default(dtype));
+  at::Tensor result = at::detail::empty_strided_generic(size, stride, npuDeviceAllocator(),
+                                                        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+                                                        c10::dtype_or_default(dtype));
+  fillUninitializedIfDeterministic(result);
+  return result;
 }
 
 const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
@@ -64,7 +89,11 @@ const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
   if (memoryFormat) impl->empty_tensor_restride(*memoryFormat);
   const size_t needed = at::detail::computeStorageNbytes(impl->sizes(), impl->strides(), self.dtype().itemsize(),
                                                          self.storage_offset());
-  if (needed > self.storage().nbytes()) resizeNpuStorage(self.storage(), needed);
+  const size_t before = self.storage().nbytes();
+  if (needed > before) {
+    resizeNpuStorage(self.storage(), needed);
+    fillUninitializedIfDeterministic(self, static_cast<int64_t>(before));
+  }
   return self;
 }
 
@@ -74,8 +103,15 @@ at::Tensor& setStorageWithGeometry(at::Tensor& self, c10::Storage source, int64_
               "Expected an npu storage for set_, but got a storage on ", source.device());
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   impl->set_storage_keep_dtype(std::move(source));
-  impl->set_sizes_and_strides(size, stride, storageOffset);
-  const size_t needed = at::detail::computeStorageNbytes(size, stride, self.dtype().itemsize(), storageOffset);
+  // set_(storage, offset, size) without strides means contiguous strides.
+  if (stride.empty() && !size.empty()) {
+    impl->set_sizes_contiguous(size);
+    impl->set_storage_offset(storageOffset);
+  } else {
+    impl->set_sizes_and_strides(size, stride, storageOffset);
+  }
+  const size_t needed = at::detail::computeStorageNbytes(impl->sizes(), impl->strides(), self.dtype().itemsize(),
+                                                         storageOffset);
   if (needed > self.storage().nbytes()) resizeNpuStorage(self.storage(), needed);
   return self;
 }
@@ -128,12 +164,19 @@ bool hasCompatibleShallowCopyType(const at::Tensor& self, const at::Tensor& from
 }
 
 // .to(dtype) of an npu tensor: torch_npu's dtype rules (float64 becomes
-// float32 with a one-time warning), then PyTorch's own _to_copy.
+// float32 with a one-time warning), then PyTorch's own _to_copy. As in
+// torch_npu's _to_copy, the rule applies only to a pure dtype conversion
+// (.to(dtype), .double(), .type(dtype)): a call that names a device or a
+// layout (.to("npu"), .npu(), .to(device, dtype)) keeps float64, and so do
+// factories and host-to-device copies.
 at::Tensor toCopy(const at::Tensor& self, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                   std::optional<c10::Device> device, std::optional<bool> pinMemory, bool nonBlocking,
                   std::optional<c10::MemoryFormat> memoryFormat) {
-  const bool staysOnNpu = !device || device->type() == c10::DeviceType::PrivateUse1;
-  if (dtype && staysOnNpu) dtype = dtypeAfterCast(*dtype);
+  const bool dtypeConversionOnly = dtype && !layout && !device;
+  if (dtypeConversionOnly && self.device().type() == c10::DeviceType::PrivateUse1 &&
+      *dtype != self.scalar_type()) {
+    dtype = dtypeAfterCast(*dtype);
+  }
   return at::native::_to_copy(self, dtype, layout, device, pinMemory, nonBlocking, memoryFormat);
 }
 

@@ -20,6 +20,7 @@
 
 #include "backend/OperatorExecutor.h"
 #include "backend/EstimateMode.h"
+#include "backend/Hf32Mode.h"
 #include "backend/InfNanMode.h"
 #include "backend/L2Residency.h"
 #include "backend/NpuAllocator.h"
@@ -129,6 +130,7 @@ class OperatorCall {
     if (facts_.firstDtype < 0) facts_.firstDtype = bit;
     facts_.allDtypes |= mask;
     if (isIndices) facts_.indexDtypes |= mask;
+    if (isNpu(t) && t.dim() > 0) facts_.deviceDtypes |= mask;
     if ((mask & record_.rejectedDtypes) != 0 && facts_.rejectedType == c10::ScalarType::Undefined) {
       facts_.rejectedArgument = argument.name();
       facts_.rejectedType = t.scalar_type();
@@ -421,6 +423,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   if (call.meta()) {
     runMetaKernel(op, record, *stack, first);
   } else {
+    roundMatmulOperandsForHf32(record.kind, *stack, first, argumentCount, record.writtenArguments);
     const ScopedOutputDevice outputs(call.device());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
   }

@@ -15,6 +15,7 @@
 #include "backend/NpuErrors.h"
 #include "backend/OperatorRecords.h"
 #include "backend/SourceLocation.h"
+#include "backend/SyncDebugMode.h"
 #include "runtime/EnvironmentVariables.h"
 #include "runtime/Plog.h"
 
@@ -160,7 +161,12 @@ std::string replaceAll(std::string text, std::string_view placeholder, std::stri
 
 PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts) {
   const runtime::PlacementRule* rule = record.placementRules.resolve(facts.firstDtype, facts.indexDtypes);
-  const Placement placement = rule != nullptr ? rule->placement : record.defaultPlacement;
+  Placement placement = rule != nullptr ? rule->placement : record.defaultPlacement;
+  // The AI Core has no float64 units: the release line's kernels for such
+  // dtypes are AI CPU kernels.
+  if (placement == Placement::kAiCore && (facts.deviceDtypes & placementTable().dtypeRules().aiCpuMask) != 0) {
+    placement = Placement::kAiCpu;
+  }
   if (placement == Placement::kCpuFallback) {
     if (strictMode()) {
       const std::string message = "The operator '" + record.name +
@@ -190,6 +196,7 @@ PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts
 }
 
 void recordSyncPoint(std::string_view what) {
+  warnOrErrorOnSync();
   const std::string source = currentSourceLocation();
   std::lock_guard<std::mutex> lock(reportMutex);
   ++syncPoints()[{std::string(what), source}];

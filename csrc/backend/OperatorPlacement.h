@@ -28,6 +28,7 @@ struct CallFacts {
   int firstDtype = -1;              // dtype bit of the first tensor argument
   runtime::DtypeMask allDtypes = 0;  // every tensor argument's dtype bit
   runtime::DtypeMask indexDtypes = 0;  // dtypes of the "indices" tensors
+  runtime::DtypeMask deviceDtypes = 0;  // dtypes of the npu tensors that hold data (not scalars)
   std::string_view rejectedArgument;  // the first argument whose dtype the release line rejects
   c10::ScalarType rejectedType = c10::ScalarType::Undefined;
 };

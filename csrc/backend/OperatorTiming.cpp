@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "backend/Hf32Mode.h"
 #include "backend/L2Residency.h"
 #include "backend/NpuStreams.h"
 #include "perf/CostModel.h"
@@ -78,7 +79,7 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
   auto& rt = runtime::Runtime::instance();
   const perf::CostModel& model = costModel();
   const perf::Cost cost = model.price(kind, inputs, inputCount, outputs, outputCount, perfPlacement(placement),
-                                      perf::CostOptions{}, intArgs, intArgCount);
+                                      hf32CostOptions(), intArgs, intArgCount);
   const runtime::SimTimeNs dispatch = model.hostDispatchNs(rt.taskQueueLevel(), kind);
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);

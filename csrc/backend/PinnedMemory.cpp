@@ -2,6 +2,7 @@
 
 #include <ATen/core/CachingHostAllocator.h>
 
+#include "backend/HostRegistration.h"
 #include "backend/NpuErrors.h"
 #include "runtime/HostAllocator.h"
 
@@ -68,6 +69,7 @@ NpuPinnedAllocator pinnedAllocator;
 at::Allocator* pinnedHostAllocator() { return &pinnedAllocator; }
 
 bool isPinnedHostPointer(const void* ptr) {
+  if (isRegisteredHostPointer(ptr)) return true;
   try {
     return runtime::HostAllocator::instance().isPinned(ptr);
   } catch (...) {

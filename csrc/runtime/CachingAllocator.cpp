@@ -653,6 +653,14 @@ void CachingAllocator::recordStream(void* ptr, StreamId stream) {
   }
 }
 
+void CachingAllocator::eraseStream(void* ptr, StreamId stream) {
+  if (ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Block* block = impl_->findAllocated(ptr, "NPUCachingAllocator eraseStream");
+  auto& uses = block->streamUses;
+  uses.erase(std::remove(uses.begin(), uses.end(), stream), uses.end());
+}
+
 size_t CachingAllocator::allocationSize(void* ptr) const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->findAllocated(ptr, "NPUCachingAllocator allocationSize")->size;

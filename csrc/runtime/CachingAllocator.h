@@ -115,6 +115,10 @@ class CachingAllocator {
   // Marks `ptr` as used on `stream`: after free() it is not reused before the
   // work submitted so far on `stream` completes.
   void recordStream(void* ptr, StreamId stream);
+  // Undoes recordStream(ptr, stream) (torch_npu's erase_stream): after free()
+  // the block no longer waits for `stream`; the caller has ordered its reuse
+  // after that stream's work by an event wait.
+  void eraseStream(void* ptr, StreamId stream);
   // Size of the block holding the allocation `ptr` (the rounded size).
   size_t allocationSize(void* ptr) const;
 

@@ -161,8 +161,10 @@ void PlacementTable::addDtypeRules(std::string_view text, std::string_view origi
       dtypeRules_.rejectMask |= DtypeMask{1} << *dtype;
     } else if (f[1] == "reject_detail") {
       dtypeRules_.rejects[*dtype].detail = std::string(f[4]);
+    } else if (f[1] == "ai_cpu") {
+      dtypeRules_.aiCpuMask |= DtypeMask{1} << *dtype;
     } else {
-      fail(origin, line, "rule must be cast_on_to_copy, reject or reject_detail");
+      fail(origin, line, "rule must be cast_on_to_copy, reject, reject_detail or ai_cpu");
     }
   });
 }

@@ -61,6 +61,9 @@ struct DtypeRules {
   std::vector<Cast> casts;
   std::map<int, Reject> rejects;  // by dtype bit
   DtypeMask rejectMask = 0;
+  // Dtypes the AI Core cannot compute in: an ai_core operator on a device
+  // tensor of one of them runs on the AI CPU (rule "ai_cpu", e.g. float64).
+  DtypeMask aiCpuMask = 0;
 };
 
 class PlacementTable {

@@ -96,7 +96,9 @@ StreamStats DeviceTimeline::streamStats(StreamId stream) const {
 }
 
 void DeviceTimeline::recordEvent(Event& event, StreamId stream, bool timing) {
-  const SimTimeNs issued = host_.now();
+  // Recording a timing event is a call the host issues (it takes a little
+  // host time), so two events recorded back to back are not exactly 0 ms apart.
+  const SimTimeNs issued = timing ? host_.advance(kEventRecordNs) : host_.now();
   std::lock_guard<std::mutex> lock(mutex_);
   StreamState& s = state(stream);
   // An event on an idle stream completes when the host issues it.

@@ -52,6 +52,9 @@ class DeviceTimeline {
   static constexpr int kDefaultStreamsPerPool = 32;
   static constexpr int kNormalPriority = 0;
   static constexpr int kHighPriority = -1;
+  // Host time of recording a timing event (npusim's working value: about a
+  // microsecond, what back-to-back events measure on GPUs).
+  static constexpr SimTimeNs kEventRecordNs = 1'000;
 
   DeviceTimeline(int device, HostClock& host, int streamsPerPool = kDefaultStreamsPerPool);
 

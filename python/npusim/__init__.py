@@ -13,13 +13,14 @@ How it plugs in
 - Loading renames PrivateUse1 to ``npu``, registers :mod:`npusim.npu` as ``torch.npu``,
   generates ``Tensor.npu()`` / ``Tensor.is_npu`` / ``Module.npu()`` and the storage methods
   (quantized dtypes refused), and aliases ``ProfilerActivity.NPU``.
-- torch_npu compatibility: an import hook (:mod:`npusim._compat_finder`, at the front of
-  ``sys.meta_path``) serves ``import torch_npu`` from ``npusim/_torch_npu_compat/``, with
-  ``torch_npu.npu`` being the very ``torch.npu`` module and
-  ``torch_npu.contrib.transfer_to_npu`` patching CUDA code to run on ``npu``
-  (:mod:`npusim._transfer_to_npu`; also ``TORCH_TRANSFER_TO_NPU=1``). The hook exists only
-  in a process where npusim loaded; with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``, ``import npusim``
-  before ``import torch_npu``.
+- torch_npu compatibility: ``import torch_npu`` is served from ``npusim/_torch_npu_compat/``
+  in any order, also as a program's first line before torch (it imports torch, as the real one
+  does): a light finder (``_npusim_torch_npu_hook``, run at start-up by ``npusim-torch_npu.pth``
+  when pip-installed, by the small ``python/torch_npu`` package in a source checkout) finds it
+  without importing torch, and once npusim loads, :mod:`npusim._compat_finder` (at the front of
+  ``sys.meta_path``) also makes ``torch_npu.npu`` the very ``torch.npu`` module.
+  ``torch_npu.contrib.transfer_to_npu`` patches CUDA code to run on ``npu``
+  (:mod:`npusim._transfer_to_npu`; also ``TORCH_TRANSFER_TO_NPU=1``).
 - npusim never runs next to a real torch_npu: if the distribution ``torch-npu`` (or a
   ``torch_npu`` package on ``sys.path``) is installed, importing npusim raises ImportError
   and npusim stays off. As torch_npu does, npusim also refuses to load into a PyTorch
@@ -28,8 +29,6 @@ How it plugs in
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.metadata
 import os
 import sys
 
@@ -50,38 +49,12 @@ _REGISTERED = False
 # Refusing to run next to a real torch_npu
 
 
-def _is_npusim_distribution(dist: importlib.metadata.Distribution) -> bool:
-    """Whether a distribution named torch-npu is npusim's own alias (and not the real one)."""
-    version = dist.version or ""
-    if "npusim" in version:
-        return True
-    metadata = dist.metadata
-    if "npusim" in (metadata.get("Summary") or "").lower():
-        return True
-    for requirement in dist.requires or []:
-        if requirement.split(";")[0].strip().lower().startswith("npusim"):
-            return True
-    return False
-
-
 def _real_torch_npu() -> str | None:
-    """A description of a real torch_npu visible to this interpreter, or None."""
-    loaded = sys.modules.get("torch_npu")
-    if loaded is not None:
-        origin = str(getattr(loaded, "__file__", "") or "")
-        if not origin.startswith(os.path.dirname(os.path.abspath(__file__))):
-            return f"torch_npu (already imported from {origin or '?'})"
-    try:
-        dist = importlib.metadata.distribution("torch-npu")
-    except importlib.metadata.PackageNotFoundError:
-        dist = None
-    if dist is not None and not _is_npusim_distribution(dist):
-        return f"torch-npu {dist.version}"
-    spec = importlib.machinery.PathFinder.find_spec("torch_npu")
-    if spec is not None and dist is None:
-        location = spec.origin or (list(spec.submodule_search_locations or []) or ["?"])[0]
-        return f"torch_npu (package at {location})"
-    return None
+    """A description of a real torch_npu visible to this interpreter, or None (npusim's own
+    ``torch_npu``, served from ``_torch_npu_compat`` or the in-tree shim, does not count)."""
+    import _npusim_torch_npu_hook
+
+    return _npusim_torch_npu_hook.real_torch_npu()
 
 
 def _refuse_next_to_torch_npu() -> None:
@@ -147,6 +120,12 @@ def _register_backend() -> None:
             for_storage=True,
             unsupported_dtype=[torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32, torch.qint8],
         )
+
+    if getattr(torch.version, "cann", None) is None:
+        # As torch_npu does on import (accelerate, vLLM and others read it).
+        from npusim.npu.versions import installed_cann_version
+
+        torch.version.cann = installed_cann_version()
 
     from torch._C._profiler import ProfilerActivity
 

@@ -37,7 +37,7 @@ DTYPE_NAMES = {
     "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
     "float64", "complex32", "complex64", "complex128", "uint16", "uint32", "uint64",
 }
-DTYPE_RULES = {"cast_on_to_copy", "reject", "reject_detail"}
+DTYPE_RULES = {"cast_on_to_copy", "reject", "reject_detail", "ai_cpu"}
 COMPOSITE_KEYS = (
     "CompositeImplicitAutograd",
     "CompositeExplicitAutograd",
@@ -212,7 +212,9 @@ def test_dtype_table(capsys):
         assert dtype in DTYPE_NAMES and isinstance(getattr(torch, dtype), torch.dtype), f"{where}: {dtype!r}"
         assert rule in DTYPE_RULES, f"{where}: bad rule {rule!r}"
         assert message.strip() and source.strip(), f"{where}: empty message or source"
-        if rule == "cast_on_to_copy":
+        if rule == "ai_cpu":
+            assert (target, error_code, message) == ("-", "-", "-"), f"{where}: ai_cpu takes no target/code/message"
+        elif rule == "cast_on_to_copy":
             assert target in DTYPE_NAMES and error_code == "-", f"{where}: bad target/error code"
         else:
             assert target == "-", f"{where}: target only applies to cast_on_to_copy"
@@ -222,6 +224,7 @@ def test_dtype_table(capsys):
     assert not duplicates, f"duplicate dtype rules: {duplicates}"
     assert ("float64", "cast_on_to_copy") in seen
     assert ("uint64", "reject") in seen
+    assert ("float64", "ai_cpu") in seen
     with capsys.disabled():
         print(f"[placement] dtype rules: {len(rules)}")
 

@@ -5,12 +5,15 @@
 
 #include <algorithm>
 
+#include <ATen/ops/from_blob.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/EstimateMode.h"
+#include "backend/Hf32Mode.h"
+#include "backend/HostRegistration.h"
 #include "backend/NpuErrors.h"
 #include "backend/NpuGenerator.h"
 #include "backend/NpuStreams.h"
@@ -18,6 +21,7 @@
 #include "backend/OperatorPlacement.h"
 #include "backend/OperatorTiming.h"
 #include "backend/SourceLocation.h"
+#include "backend/SyncDebugMode.h"
 #include "backend/OperatorRecords.h"
 #include "runtime/HostAllocator.h"
 #include "runtime/Runtime.h"
@@ -392,6 +396,26 @@ PYBIND11_MODULE(_C, m) {
               THPGenerator_initDefaultGenerator(defaultNpuGenerator(static_cast<c10::DeviceIndex>(device))));
         }));
 
+  m.def("_erase_stream", torch::wrap_pybind_function([](uintptr_t ptr, int device, int64_t stream) {
+    NPUSIM_TRANSLATE_ERRORS(rt().allocator(device).eraseStream(reinterpret_cast<void*>(ptr), stream));
+  }));
+  // torch_npu.empty_with_swapped_memory: an npu tensor over host memory (the
+  // chip maps it into the device's address space); `host` keeps it alive.
+  m.def("_npu_tensor_over_host_memory", torch::wrap_pybind_function([](const at::Tensor& host, int device) {
+    checkDevice(device);
+    const c10::Device target(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
+    return at::for_blob(host.data_ptr(), host.sizes())
+        .strides(host.strides())
+        .context(new at::Tensor(host), [](void* held) { delete static_cast<at::Tensor*>(held); })
+        .target_device(target)
+        .options(host.options().device(target))
+        .make_tensor();
+  }));
+  m.def("_host_register", [](uintptr_t address, size_t bytes) { return registerHostMemory(address, bytes); });
+  m.def("_host_unregister", [](uintptr_t address) { return unregisterHostMemory(address); });
+  m.def("_set_hf32", [](bool matmul, bool convolution) { setHf32(matmul, convolution); });
+  m.def("_set_sync_debug_mode", [](int mode) { setSyncDebugMode(mode); });
+  m.def("_get_sync_debug_mode", []() { return syncDebugMode(); });
   m.def("_operator_counts", []() {
     py::dict d;
     for (const auto& [name, calls] : operatorCounts()) d[py::str(name)] = calls;

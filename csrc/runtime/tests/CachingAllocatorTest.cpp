@@ -242,6 +242,19 @@ TEST(CachingAllocatorTest, RecordStreamDefersReuseUntilTheStreamCompletes) {
   f.allocator.free(c);
 }
 
+TEST(CachingAllocatorTest, EraseStreamLetsTheBlockBeReusedAtOnce) {
+  Fixture f;
+  void* a = f.allocator.allocate(5000, 0);
+  f.allocator.recordStream(a, 3);
+  f.allocator.eraseStream(a, 3);
+  f.allocator.eraseStream(a, 4);  // never recorded: nothing to undo
+  f.allocator.free(a);
+  EXPECT_EQ(f.tracker.markers(), 0u);
+  void* b = f.allocator.allocate(5000, 0);
+  EXPECT_EQ(b, a);  // no wait for stream 3
+  f.allocator.free(b);
+}
+
 TEST(CachingAllocatorTest, RecordStreamOnTheAllocationStreamNeedsNoMarker) {
   Fixture f;
   void* a = f.allocator.allocate(5000, 2);

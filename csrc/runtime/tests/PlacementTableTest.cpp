@@ -85,7 +85,8 @@ TEST(PlacementTable, DtypeRules) {
   table.addDtypeRules(
       "float64\tcast_on_to_copy\tfloat32\t-\tDevice do not support double dtype now, dtype cast replace with float.\tC\n"
       "uint64\treject\t-\tERR01002\t{arg} scalar_type:{scalar_type}is not surpported.\tC\n"
-      "uint64\treject_detail\t-\tEZ1001\tAclNN_Parameter_Error(EZ1001): Tensor {arg} not implemented\tC\n",
+      "uint64\treject_detail\t-\tEZ1001\tAclNN_Parameter_Error(EZ1001): Tensor {arg} not implemented\tC\n"
+      "float64\tai_cpu\t-\t-\t-\tHW64\n",
       "dtypes.tsv");
   const auto& rules = table.dtypeRules();
   ASSERT_EQ(rules.casts.size(), 1u);
@@ -94,6 +95,8 @@ TEST(PlacementTable, DtypeRules) {
   EXPECT_EQ(rules.rejectMask, mask("uint64"));
   EXPECT_EQ(rules.rejects.at(bit("uint64")).errorCode, "ERR01002");
   EXPECT_NE(rules.rejects.at(bit("uint64")).detail.find("EZ1001"), std::string::npos);
+  EXPECT_EQ(rules.aiCpuMask, mask("float64"));
+  EXPECT_THROW(table.addDtypeRules("float64\tai_vector\t-\t-\t-\tX\n", "bad.tsv"), ConfigError);
 }
 
 TEST(PlacementTable, ReleaseLineFromEnvironment) {

@@ -2,39 +2,43 @@
 
 Programs written for Ascend (``import torch_npu``, ``torch_npu.npu.*``,
 ``from torch_npu.contrib import transfer_to_npu``) run unchanged on the simulated NPU: npusim's
-import hook (``npusim._compat_finder``) loads this package under the name ``torch_npu`` when no
-real torch_npu is installed. ``torch_npu.npu`` is the same module object as ``torch.npu``.
+import hooks load this package under the name ``torch_npu`` when no real torch_npu is installed,
+also as a program's first line (it imports torch, as the real package does).
+``torch_npu.npu`` is the same module object as ``torch.npu``.
 """
 
 import sys
 
-import torch
+_npusim_served = True  # npusim's own torch_npu (not a real one next to npusim)
 
-import npusim  # registers the npu device (a no-op when autoload already did)
-import npusim.npu as npu
-from npusim import _autoload
-from npusim._error_code import ErrCode, pta_error
+import torch  # noqa: E402
 
-from .version import __version__
+import npusim  # noqa: E402  (registers the npu device; a no-op when autoload already did)
+import npusim.npu as npu  # noqa: E402
+from npusim import _autoload  # noqa: E402,F401
+from npusim.npu.formats import (  # noqa: E402,F401
+    Format,
+    empty_with_format,
+    get_npu_format,
+    get_storage_size,
+    npu_change_data_ptr,
+    npu_format_cast,
+    npu_format_cast_,
+)
+
+from . import _C, utils  # noqa: E402,F401
+from .version import __version__  # noqa: E402
 
 sys.modules[__name__ + ".npu"] = npu
 
-__all__ = ["npu", "npu_format_cast", "get_npu_format", "__version__"]
-
-
-def _unsupported(name: str) -> NotImplementedError:
-    return NotImplementedError(
-        f"torch_npu.{name} is not supported by npusim yet: the simulated NPU keeps every tensor "
-        "in the base (ND) format and has no private formats (NZ, NC1HWC0, FRACTAL_Z)."
-        + pta_error(ErrCode.NOT_SUPPORT)
-    )
-
-
-def npu_format_cast(tensor: torch.Tensor, acl_format: int, *args, **kwargs) -> torch.Tensor:
-    """Cast a tensor to an NPU storage format (not supported by npusim yet)."""
-    raise _unsupported("npu_format_cast")
-
-
-def get_npu_format(tensor: torch.Tensor) -> int:
-    """Return the NPU storage format of a tensor (not supported by npusim yet)."""
-    raise _unsupported("get_npu_format")
+__all__ = [
+    "npu",
+    "Format",
+    "npu_format_cast",
+    "npu_format_cast_",
+    "get_npu_format",
+    "empty_with_format",
+    "get_storage_size",
+    "npu_change_data_ptr",
+    "__version__",
+]

@@ -41,6 +41,14 @@ from npusim.npu.memory import *  # noqa: F401,F403
 from npusim.npu.random import *  # noqa: F401,F403
 from npusim.npu.streams import *  # noqa: F401,F403
 
+# torch_npu's options and switches, versions, formats, legacy types, allocator controls.
+from npusim.npu import _memory_viz, backends, formats, options as _options, tensor_types as _tensor_types  # noqa: E402,F401
+from npusim.npu.allocator_controls import MemPool, empty_with_swapped_memory, erase_stream, use_mem_pool  # noqa: E402,F401
+from npusim.npu.npurt import npurt  # noqa: E402,F401
+from npusim.npu.options import *  # noqa: E402,F401,F403
+from npusim.npu.tensor_types import *  # noqa: E402,F401,F403
+from npusim.npu.versions import get_soc_version  # noqa: E402,F401
+
 __all__ = [
     *_devices.__all__,
     *_streams.__all__,
@@ -52,4 +60,12 @@ __all__ = [
     *_autocast_utils.__all__,
     "get_npu_overflow_flag",
     "clear_npu_overflow_flag",
+    *_options.__all__,
+    *_tensor_types.__all__,
+    "MemPool",
+    "use_mem_pool",
+    "erase_stream",
+    "empty_with_swapped_memory",
+    "npurt",
+    "get_soc_version",
 ]

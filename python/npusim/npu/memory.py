@@ -374,3 +374,7 @@ def host_memory_stats() -> dict[str, Any]:
         else:
             flat[name] = value
     return dict(sorted(flat.items()))
+
+
+# torch_npu's allocator controls, reached as torch.npu.memory.<name> too.
+from npusim.npu.allocator_controls import MemPool, _set_allocator_settings, use_mem_pool  # noqa: E402,F401

@@ -1,6 +1,6 @@
 """``torch.npu.utils`` / ``torch_npu.npu.utils``: where torch_npu code reaches the Inf/NaN-mode
 helpers (``is_support_inf_nan``, ``npu_check_overflow``, the overflow flag) and the device
-helpers it re-exports."""
+helpers it re-exports, the CANN and SoC versions and the sync debug mode."""
 
 from npusim.npu.amp.inf_nan_mode import (  # noqa: F401
     clear_npu_overflow_flag,
@@ -8,6 +8,8 @@ from npusim.npu.amp.inf_nan_mode import (  # noqa: F401
     is_support_inf_nan,
     npu_check_overflow,
 )
+from npusim.npu.options import get_sync_debug_mode, set_sync_debug_mode  # noqa: F401
+from npusim.npu.versions import _is_gte_cann_version, get_cann_version, get_soc_version  # noqa: F401
 from npusim.npu.devices import (  # noqa: F401
     current_device,
     device_count,
@@ -28,4 +30,8 @@ __all__ = [
     "get_device_properties",
     "set_device",
     "synchronize",
+    "get_cann_version",
+    "get_soc_version",
+    "get_sync_debug_mode",
+    "set_sync_debug_mode",
 ]

@@ -1,0 +1,163 @@
+"""``torch_npu._C``: the functions of torch_npu's extension module that user code and
+torch_npu's own Python layer call directly (``torch_npu._C._npu_getDeviceCount()``, ...).
+
+Each one does what the torch_npu binding of that name does, through npusim's ``torch.npu``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from npusim import _C as _npusim_C
+from npusim.npu import devices as _devices
+from npusim.npu import memory as _memory
+from npusim.npu import options as _options
+from npusim.npu import streams as _streams
+from npusim.npu import versions as _versions
+from npusim.npu._lazy import _lazy_init
+
+
+def _npu_init() -> None:
+    _lazy_init()
+
+
+def _npu_getDeviceCount() -> int:
+    return _devices.device_count()
+
+
+def _npu_setDevice(device: int) -> None:
+    _devices.set_device(device)
+
+
+def _npu_getDevice() -> int:
+    return _devices.current_device()
+
+
+def _npu_getLocalDevice() -> int:
+    """The device this thread selected, or -1 before the runtime is up (does not start it)."""
+    from npusim.npu._lazy import is_initialized
+
+    return int(_npusim_C._get_device()) if is_initialized() else -1
+
+
+_npu_getDeviceWithoutSet = _npu_getLocalDevice
+
+
+def _npu_maybeExchangeDevice(device: int) -> int:
+    previous = _npu_getLocalDevice()
+    if device >= 0 and device != previous:
+        _devices.set_device(device)
+    return previous
+
+
+def _npu_synchronize() -> None:
+    _devices.synchronize()
+
+
+def _npu_getDeviceName() -> str:
+    return _devices.get_device_name()
+
+
+def _npu_getDeviceProperties(device: int):
+    return _devices.get_device_properties(device)
+
+
+def _npu_getDeviceUtilizationRate(device: int) -> int:
+    return _devices.utilization(device)
+
+
+def _npu_canDeviceAccessPeer(device: int, peer: int) -> bool:
+    return _devices.can_device_access_peer(device, peer)
+
+
+def _npu_emptyCache() -> None:
+    _memory.empty_cache()
+
+
+def _npu_memoryStats(device: int):
+    return _memory.memory_stats_as_nested_dict(device)
+
+
+def _npu_resetPeakMemoryStats(device: int) -> None:
+    _memory.reset_peak_memory_stats(device)
+
+
+def _npu_resetAccumulatedMemoryStats(device: int) -> None:
+    _memory.reset_accumulated_memory_stats(device)
+
+
+def _npu_setMemoryFraction(fraction: float, device: int) -> None:
+    _memory.set_per_process_memory_fraction(fraction, device)
+
+
+def _stream_tuple(stream: torch.Stream) -> tuple[int, int, int]:
+    return (stream.stream_id, stream.device_index, stream.device_type)
+
+
+def _npu_getCurrentStream(device: int) -> tuple[int, int, int]:
+    return _stream_tuple(_streams.current_stream(device))
+
+
+def _npu_getDefaultStream(device: int) -> tuple[int, int, int]:
+    return _stream_tuple(_streams.default_stream(device))
+
+
+def _npu_setStream(stream_id: int = 0, device_index: int = 0, device_type: int = 0) -> None:
+    _streams.set_stream(_streams.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type))
+
+
+def _npu_setOption(option: dict) -> None:
+    if not isinstance(option, dict):
+        raise TypeError("npu option must be a dict." + _options.pta_error(_options.ErrCode.TYPE))
+    for name, value in option.items():
+        if not isinstance(name, str):
+            raise TypeError("option name is nullptr or is not string." + _options.pta_error(_options.ErrCode.TYPE))
+        if not isinstance(value, str):
+            raise TypeError("option value is nullptr or is not string." + _options.pta_error(_options.ErrCode.TYPE))
+    _options._set_options(dict(option))
+
+
+def _npu_getOption(name: str) -> bytes | None:
+    return _options._get_option(name)
+
+
+def _npu_is_jit_compile_false() -> bool:
+    return _options.is_jit_compile_false()
+
+
+def _npu_set_sync_debug_mode(mode: int) -> None:
+    _options.set_sync_debug_mode(mode)
+
+
+def _npu_get_sync_debug_mode() -> int:
+    return _options.get_sync_debug_mode()
+
+
+def _get_cann_version(module: str) -> str:
+    return _versions.get_cann_version(module)
+
+
+def _is_gte_cann_version(version: str, module: str) -> bool:
+    return _versions._is_gte_cann_version(version, module)
+
+
+def _npu_get_soc_version() -> int:
+    return _versions.get_soc_version()
+
+
+def _npu_is_support_inf_nan() -> bool:
+    from npusim.npu.amp.inf_nan_mode import is_support_inf_nan
+
+    return is_support_inf_nan()
+
+
+def _npu_is_bf16_supported() -> bool:
+    return bool(torch.npu.is_bf16_supported())
+
+
+def __getattr__(name: str) -> Any:
+    raise AttributeError(
+        f"module 'torch_npu._C' has no attribute '{name}' (npusim does not provide this torch_npu binding)"
+    )
