@@ -374,3 +374,17 @@ def host_memory_stats() -> dict[str, Any]:
         else:
             flat[name] = value
     return dict(sorted(flat.items()))
+
+
+def _set_allocator_settings(env: str) -> None:
+    r"""Change the caching allocator's settings at run time.
+
+    ``env`` has the form of ``PYTORCH_NPU_ALLOC_CONF`` (``"key:value,..."``). As in torch_npu,
+    ``max_split_size_mb``, ``garbage_collection_threshold`` and ``roundup_power2_divisions``
+    restart from their defaults unless ``env`` sets them; other settings keep their values. The
+    new settings apply to every device, including blocks requested later from memory already
+    cached.
+    """
+    if not isinstance(env, str):
+        raise TypeError(f"_set_allocator_settings expects a str, but got {type(env).__name__}")
+    _C._set_allocator_settings(env)
