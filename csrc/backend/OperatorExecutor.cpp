@@ -26,6 +26,7 @@
 #include "backend/OperatorPlacement.h"
 #include "backend/OperatorRecords.h"
 #include "backend/OperatorTiming.h"
+#include "backend/SparseTensors.h"
 #include "backend/TensorAliasing.h"
 #include "runtime/Runtime.h"
 
@@ -372,6 +373,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   }
   const size_t returnCount = schema.returns().size();
   const size_t firstReturn = stack->size() - returnCount;
+  checkStridedResults(record.name.c_str(), *stack, firstReturn);
   c10::SmallVector<perf::TensorDesc, 4> outputs;
   for (size_t i = firstReturn; i < stack->size(); ++i) {
     const c10::IValue& value = (*stack)[i];
