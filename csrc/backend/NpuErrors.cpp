@@ -88,7 +88,7 @@ std::string errorSuffix(ErrorModule module, ErrorKind kind) {
   std::strftime(when, sizeof when, "%Y-%m-%d-%H:%M:%S", &local);
   char text[256];
   std::snprintf(text, sizeof text, "\n[ERROR] %s (PID:%d, Device:%d, RankID:%d) ERR%02d%03d %s %s", when,
-                static_cast<int>(::getpid()), runtime::Runtime::instance().currentDevice(), rankId(),
+                static_cast<int>(::getpid()), runtime::Runtime::currentDevice(), rankId(),
                 static_cast<int>(module), static_cast<int>(kind), moduleName(module), kindText(kind));
   return text;
 }

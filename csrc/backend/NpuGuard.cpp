@@ -15,7 +15,7 @@ using runtime::Runtime;
 
 // "npu" without an index means the current device.
 c10::DeviceIndex resolve(c10::DeviceIndex device) {
-  return device >= 0 ? device : static_cast<c10::DeviceIndex>(Runtime::instance().currentDevice());
+  return device >= 0 ? device : static_cast<c10::DeviceIndex>(Runtime::currentDevice());
 }
 
 c10::Stream makeStream(c10::DeviceIndex device, runtime::StreamId id) {
@@ -33,7 +33,7 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   c10::Device getDevice() const override {
-    return c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(Runtime::instance().currentDevice()));
+    return c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(Runtime::currentDevice()));
   }
 
   void setDevice(c10::Device device) const override {
@@ -70,7 +70,7 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   c10::DeviceIndex deviceCount() const noexcept override {
     try {
-      return static_cast<c10::DeviceIndex>(Runtime::instance().deviceCount());
+      return static_cast<c10::DeviceIndex>(Runtime::visibleDeviceCount());
     } catch (...) {
       return 0;  // a broken configuration shows no device; the error surfaces on first use
     }

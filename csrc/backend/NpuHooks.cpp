@@ -29,12 +29,14 @@ class NpuHooks final : public at::PrivateUse1HooksInterface {
   }
 
   bool hasPrimaryContext(c10::DeviceIndex device) const override {
-    return Runtime::instance().isDeviceInitialized(device);
+    const Runtime* started = Runtime::existing();
+    return started != nullptr && started->isDeviceInitialized(device);
   }
 
   c10::DeviceIndex deviceCount() const override {
     try {
-      return static_cast<c10::DeviceIndex>(Runtime::instance().deviceCount());
+      // Counting does not start the runtime: the environment may still change.
+      return static_cast<c10::DeviceIndex>(Runtime::visibleDeviceCount());
     } catch (...) {
       return 0;
     }
@@ -45,7 +47,7 @@ class NpuHooks final : public at::PrivateUse1HooksInterface {
   }
 
   c10::DeviceIndex getCurrentDevice() const override {
-    return static_cast<c10::DeviceIndex>(Runtime::instance().currentDevice());
+    return static_cast<c10::DeviceIndex>(Runtime::currentDevice());
   }
 
   c10::DeviceIndex exchangeDevice(c10::DeviceIndex device) const override {

@@ -28,6 +28,7 @@
 #include "backend/OperatorPlacement.h"
 #include "backend/OperatorRecords.h"
 #include "backend/OperatorTiming.h"
+#include "backend/SparseTensors.h"
 #include "backend/TensorAliasing.h"
 #include "runtime/Runtime.h"
 
@@ -429,6 +430,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   }
   const size_t returnCount = schema.returns().size();
   const size_t firstReturn = stack->size() - returnCount;
+  checkStridedResults(record.name.c_str(), *stack, firstReturn);
   const auto outputs = call.describeOutputs(*stack, firstReturn);
   // A data-dependent output size (nonzero, boolean indexing, ...) makes the
   // host wait for the device before it can go on.

@@ -57,19 +57,9 @@ c10::ScalarType scalarTypeOfBit(int bit) {
   return c10::ScalarType::Undefined;
 }
 
-// Sparse tensors have no npu kernels on the real stack, and no fallback either.
-void rejectSparse(const c10::OperatorHandle& op, torch::jit::Stack*) {
-  const auto& name = op.schema().operator_name();
-  TORCH_CHECK(false, "CAUTION: The operator '", name.name, name.overload_name.empty() ? "" : ".", name.overload_name,
-              "' is not currently supported on the NPU backend.",
-              errorSuffix(ErrorModule::kOps, ErrorKind::kFeatureNotSupported));
-}
-
 }  // namespace
 
-TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&rejectSparse>());
-}
+// Sparse tensors: csrc/backend/SparseTensors.cpp.
 
 namespace {
 

@@ -222,7 +222,16 @@ size_t AllocatorConfig::roundupDivisionsFor(size_t bytes) const noexcept {
 }
 
 AllocatorConfig AllocatorConfig::parse(std::string_view text, std::string_view variable) {
-  AllocatorConfig config;
+  return parseOnto(AllocatorConfig{}, text, variable);
+}
+
+AllocatorConfig AllocatorConfig::parseOnto(const AllocatorConfig& base, std::string_view text,
+                                           std::string_view variable) {
+  AllocatorConfig config = base;
+  const AllocatorConfig defaults;
+  config.maxSplitSize = defaults.maxSplitSize;
+  config.garbageCollectionThreshold = defaults.garbageCollectionThreshold;
+  config.roundupPower2Divisions = defaults.roundupPower2Divisions;
   config.source = std::string(variable);
   config.text = std::string(text);
   Parser parser(variable);

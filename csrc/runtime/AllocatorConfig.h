@@ -78,6 +78,11 @@ struct AllocatorConfig {
   // error messages. Throws ConfigError.
   static AllocatorConfig parse(std::string_view text,
                                std::string_view variable = "PYTORCH_NPU_ALLOC_CONF");
+  // Parses `text` over `base`, as torch_npu's parseArgs does for
+  // _set_allocator_settings: max_split_size_mb, garbage_collection_threshold
+  // and roundup_power2_divisions restart from their defaults, every other
+  // setting keeps its value unless `text` names it. Throws ConfigError.
+  static AllocatorConfig parseOnto(const AllocatorConfig& base, std::string_view text, std::string_view variable);
 
   // Reads PYTORCH_NPU_ALLOC_CONF, PYTORCH_ALLOC_CONF and
   // PYTORCH_NO_NPU_MEMORY_CACHING from the process environment. Throws

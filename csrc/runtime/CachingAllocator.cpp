@@ -672,6 +672,16 @@ void CachingAllocator::emptyCache() {
   impl_->releaseCachedBlocks();
 }
 
+void CachingAllocator::reconfigure(const AllocatorConfig& config) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    config_ = config;
+    impl_->stats.max_split_size =
+        config_.maxSplitSize == AllocatorConfig::kUnlimited ? -1 : static_cast<int64_t>(config_.maxSplitSize);
+  }
+  if (config.perProcessMemoryFraction) setMemoryFraction(*config.perProcessMemoryFraction);
+}
+
 void CachingAllocator::setMemoryFraction(double fraction) {
   if (!(fraction >= 0.0 && fraction <= 1.0)) {
     throw RuntimeError(ErrorCode::kInvalidParam, "setMemoryFraction",

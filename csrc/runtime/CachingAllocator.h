@@ -123,6 +123,11 @@ class CachingAllocator {
   size_t allocationSize(void* ptr) const;
 
   void emptyCache();
+  // Replaces the settings (torch.npu.memory._set_allocator_settings, or the
+  // environment read at first use); cached blocks stay, later requests follow
+  // the new rounding and limits. A per_process_memory_fraction in `config`
+  // is applied.
+  void reconfigure(const AllocatorConfig& config);
   // Limits reserved memory to fraction * capacity; fraction must be in [0, 1].
   void setMemoryFraction(double fraction);
   double memoryFraction() const;
@@ -135,6 +140,7 @@ class CachingAllocator {
   size_t allocatedBytes() const;
 
   int device() const noexcept { return device_; }
+  // Not synchronised with reconfigure(); for tests and single-threaded use.
   const AllocatorConfig& config() const noexcept { return config_; }
 
   // The block size a request of `bytes` is given (padding and rounding).
@@ -145,7 +151,7 @@ class CachingAllocator {
  private:
   struct Impl;
   const int device_;
-  const AllocatorConfig config_;
+  AllocatorConfig config_;  // read by Impl under its mutex
   std::unique_ptr<Impl> impl_;
 };
 

@@ -16,6 +16,7 @@ namespace npusim::runtime {
 namespace {
 
 thread_local int tlsCurrentDevice = 0;
+std::atomic<Runtime*> startedRuntime{nullptr};
 
 // Tells the caching allocator when cross-stream uses of a block have finished
 // on the simulated timeline: a marker is the stream's clock when the use was
@@ -108,13 +109,45 @@ struct Runtime::Device {
 Runtime& Runtime::instance() {
   // Constructed on first use and deliberately never destroyed: tensors freed
   // during interpreter shutdown still return their memory to it.
-  static Runtime* runtime = new Runtime();
+  static Runtime* runtime = [] {
+    auto* created = new Runtime();
+    startedRuntime.store(created, std::memory_order_release);
+    return created;
+  }();
   return *runtime;
+}
+
+Runtime* Runtime::existing() noexcept { return startedRuntime.load(std::memory_order_acquire); }
+
+int Runtime::visibleDeviceCount() {
+  if (Runtime* started = existing()) return started->deviceCount();
+  return DeviceRegistry::fromEnvironment().deviceCount();
+}
+
+const AllocatorConfig& Runtime::resolvedAllocatorConfigLocked() {
+  if (!allocatorConfig_) allocatorConfig_ = AllocatorConfig::fromEnvironment();
+  return *allocatorConfig_;
+}
+
+AllocatorConfig Runtime::allocatorConfig() {
+  std::lock_guard<std::mutex> lock(configMutex_);
+  return resolvedAllocatorConfigLocked();
+}
+
+void Runtime::setAllocatorSettings(const std::string& text) {
+  std::lock_guard<std::mutex> devicesLock(initMutex_);
+  std::lock_guard<std::mutex> lock(configMutex_);
+  AllocatorConfig updated = AllocatorConfig::parseOnto(resolvedAllocatorConfigLocked(), text,
+                                                       "torch.npu.memory._set_allocator_settings");
+  allocatorConfig_ = std::move(updated);
+  for (auto& d : devices_) {
+    if (d) d->allocator.reconfigure(*allocatorConfig_);
+  }
+  allocatorConfigured_.store(true, std::memory_order_release);
 }
 
 Runtime::Runtime()
     : registry_(DeviceRegistry::fromEnvironment()),
-      allocatorConfig_(AllocatorConfig::fromEnvironment()),
       capacity_(registry_.chip().totalMemoryBytes),
       streamsPerPool_(streamsPerPoolFromEnvironment()),
       taskQueueLevel_(taskQueueLevelFromEnvironment()),
@@ -132,7 +165,7 @@ Runtime::Runtime()
   if (launchBlocking_) taskQueueLevel_ = 0;
 }
 
-int Runtime::currentDevice() const noexcept { return tlsCurrentDevice; }
+int Runtime::currentDevice() noexcept { return tlsCurrentDevice; }
 
 void Runtime::setDevice(int index) {
   registry_.checkDevice(index, "c10_npu::SetDevice(device_id_)");
@@ -151,7 +184,12 @@ Runtime::Device& Runtime::device(int index) {
     std::lock_guard<std::mutex> lock(initMutex_);
     auto& slot = devices_[static_cast<size_t>(index)];
     if (!slot) {
-      slot = std::make_unique<Device>(index, capacity_, hostClock_, streamsPerPool_, allocatorConfig_);
+      AllocatorConfig config;
+      {
+        std::lock_guard<std::mutex> configLock(configMutex_);
+        if (allocatorConfig_) config = *allocatorConfig_;
+      }
+      slot = std::make_unique<Device>(index, capacity_, hostClock_, streamsPerPool_, config);
       slot->memory.setOvercommit(overcommit_.load());
       deviceTable_[static_cast<size_t>(index)].store(slot.get(), std::memory_order_release);
       NPUSIM_PLOG(LogLevel::kInfo, "RUNTIME",
@@ -168,7 +206,23 @@ bool Runtime::isDeviceInitialized(int index) const noexcept {
          deviceTable_[static_cast<size_t>(index)].load(std::memory_order_acquire) != nullptr;
 }
 
-CachingAllocator& Runtime::allocator(int index) { return device(index).allocator; }
+CachingAllocator& Runtime::allocator(int index) {
+  Device& d = device(index);
+  if (!allocatorConfigured_.load(std::memory_order_acquire)) {
+    // First use of a device allocator in the process: the settings are read
+    // now (a malformed variable throws here and is read again next time).
+    std::lock_guard<std::mutex> devicesLock(initMutex_);
+    std::lock_guard<std::mutex> lock(configMutex_);
+    if (!allocatorConfigured_.load(std::memory_order_relaxed)) {
+      const AllocatorConfig& config = resolvedAllocatorConfigLocked();
+      for (auto& created : devices_) {
+        if (created) created->allocator.reconfigure(config);
+      }
+      allocatorConfigured_.store(true, std::memory_order_release);
+    }
+  }
+  return d.allocator;
+}
 DeviceTimeline& Runtime::timeline(int index) { return device(index).timeline; }
 DeviceMemory& Runtime::memory(int index) { return device(index).memory; }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,19 +40,38 @@ class Runtime {
   // NPUSIM_HBM_SIZE). Throws ConfigError on a malformed variable; a later
   // call tries again, so the process stays usable after fixing it.
   static Runtime& instance();
+  // The runtime if it has started in this process, else nullptr; never starts it.
+  static Runtime* existing() noexcept;
+  // The number of visible devices. Before the runtime starts it is computed
+  // from the environment at each call (NPUSIM_SOC, NPUSIM_DEVICE_COUNT,
+  // ASCEND_RT_VISIBLE_DEVICES), as torch_npu's device_count() asks the driver
+  // without initialising a device; once started, the runtime's frozen count.
+  // Throws ConfigError on a malformed variable.
+  static int visibleDeviceCount();
 
   const DeviceRegistry& registry() const noexcept { return registry_; }
   const ChipSpec& chip() const noexcept { return registry_.chip(); }
   int deviceCount() const noexcept { return registry_.deviceCount(); }
-  const AllocatorConfig& allocatorConfig() const noexcept { return allocatorConfig_; }
+  // The device allocators' settings. PYTORCH_NPU_ALLOC_CONF (or
+  // PYTORCH_ALLOC_CONF) is read at the first use of a device allocator, not
+  // when the runtime starts, so a program may set it after asking for the
+  // device count. Throws ConfigError; a later call reads the variable again.
+  AllocatorConfig allocatorConfig();
+  // torch.npu.memory._set_allocator_settings: parses `text` over the current
+  // settings (max_split_size_mb, garbage_collection_threshold and
+  // roundup_power2_divisions start from their defaults, as torch_npu's
+  // parseArgs does) and applies the result to every device allocator, present
+  // and future. Throws ConfigError naming the setting.
+  void setAllocatorSettings(const std::string& text);
   uint64_t deviceCapacity() const noexcept { return capacity_; }
   HostClock& hostClock() noexcept { return hostClock_; }
   // TASK_QUEUE_ENABLE (0, 1 default, 2), forced to 0 by ASCEND_LAUNCH_BLOCKING=1.
   int taskQueueLevel() const noexcept { return taskQueueLevel_; }
   bool launchBlocking() const noexcept { return launchBlocking_; }
 
-  // The calling thread's current device (0 until set).
-  int currentDevice() const noexcept;
+  // The calling thread's current device (0 until set); static so that asking
+  // does not start the runtime.
+  static int currentDevice() noexcept;
   // Validates (107001 on a bad id) and makes `device` current, initializing it.
   void setDevice(int device);
   // Makes `device` current without validation or initialization; for guards
@@ -84,8 +104,14 @@ class Runtime {
   struct Device;
   Device& device(int index);
 
+  // Resolves the allocator settings from the environment if not yet done.
+  // Caller holds configMutex_.
+  const AllocatorConfig& resolvedAllocatorConfigLocked();
+
   DeviceRegistry registry_;
-  AllocatorConfig allocatorConfig_;
+  mutable std::mutex configMutex_;
+  std::optional<AllocatorConfig> allocatorConfig_;  // null until first read
+  std::atomic<bool> allocatorConfigured_{false};
   uint64_t capacity_;
   int streamsPerPool_;
   int taskQueueLevel_;

@@ -54,27 +54,6 @@ def test_c_functions():
         C._no_such_binding  # noqa: B018
 
 
-def test_set_allocator_settings_before_first_use():
-    result = run_python(
-        """
-        import os, torch, npusim
-        torch.npu.memory._set_allocator_settings("max_split_size_mb:64")
-        torch.npu.memory._set_allocator_settings("garbage_collection_threshold:0.5,max_split_size_mb:128")
-        print(os.environ["PYTORCH_NPU_ALLOC_CONF"])
-        x = torch.ones(4, device="npu")
-        import warnings
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            torch.npu.memory._set_allocator_settings("expandable_segments:True")
-        print(len(caught), "devices already in use keep theirs" in str(caught[0].message))
-        """
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.split("\n")
-    assert lines[0] == "max_split_size_mb:128,garbage_collection_threshold:0.5"
-    assert lines[1] == "1 True"
-
-
 def test_mem_pool():
     pool = torch.npu.MemPool()
     assert isinstance(pool.id, tuple) and pool.use_count() == 1

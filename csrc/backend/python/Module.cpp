@@ -25,6 +25,7 @@
 #include "backend/OperatorRecords.h"
 #include "runtime/HostAllocator.h"
 #include "runtime/Runtime.h"
+#include "SurfaceBindings.h"
 
 namespace py = pybind11;
 
@@ -239,7 +240,7 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("_device_count", []() -> int {
     try {
-      return Runtime::instance().deviceCount();
+      return Runtime::visibleDeviceCount();
     } catch (...) {
       return 0;
     }
@@ -250,21 +251,15 @@ PYBIND11_MODULE(_C, m) {
           NPUSIM_TRANSLATE_ERRORS(runtime.setDevice(runtime.currentDevice()));
         }));
   m.def("_is_initialized", []() {
-    try {
-      auto& runtime = Runtime::instance();
-      for (int d = 0; d < runtime.deviceCount(); ++d) {
-        if (runtime.isDeviceInitialized(d)) return true;
-      }
-    } catch (...) {
+    const Runtime* runtime = Runtime::existing();
+    for (int d = 0; runtime != nullptr && d < runtime->deviceCount(); ++d) {
+      if (runtime->isDeviceInitialized(d)) return true;
     }
     return false;
   });
   m.def("_is_device_initialized", [](int device) {
-    try {
-      return Runtime::instance().isDeviceInitialized(device);
-    } catch (...) {
-      return false;
-    }
+    const Runtime* runtime = Runtime::existing();
+    return runtime != nullptr && runtime->isDeviceInitialized(device);
   });
   m.def("_is_in_bad_fork", []() { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
   m.def("_set_interactive", [](bool interactive) { setInteractiveSession(interactive); });
@@ -416,6 +411,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_hf32", [](bool matmul, bool convolution) { setHf32(matmul, convolution); });
   m.def("_set_sync_debug_mode", [](int mode) { setSyncDebugMode(mode); });
   m.def("_get_sync_debug_mode", []() { return syncDebugMode(); });
+  registerSurfaceBindings(m);
   m.def("_operator_counts", []() {
     py::dict d;
     for (const auto& [name, calls] : operatorCounts()) d[py::str(name)] = calls;

@@ -1,12 +1,10 @@
-"""Allocator controls of torch_npu beyond the statistics: ``memory._set_allocator_settings``,
+"""Allocator controls of torch_npu beyond the statistics and the settings (``memory.py``):
 ``MemPool`` / ``use_mem_pool``, ``erase_stream`` and ``empty_with_swapped_memory``."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import os
-import warnings
 from typing import Any
 
 import torch
@@ -15,49 +13,6 @@ from npusim import _C
 from npusim._error_code import ErrCode, pta_error
 
 __all__ = ["MemPool", "use_mem_pool", "erase_stream", "empty_with_swapped_memory"]
-
-_ALLOC_CONF = "PYTORCH_NPU_ALLOC_CONF"
-
-
-def _items(text: str) -> dict[str, str]:
-    items: dict[str, str] = {}
-    depth = 0
-    current = ""
-    for char in text + ",":
-        # Commas inside [...] (roundup_power2_divisions) belong to the value.
-        depth += char == "["
-        depth -= char == "]"
-        if char == "," and depth == 0:
-            if current.strip():
-                key, _, value = current.partition(":")
-                items[key.strip()] = value.strip()
-            current = ""
-        else:
-            current += char
-    return items
-
-
-def _set_allocator_settings(env: str) -> None:
-    r"""Change caching-allocator settings (``PYTORCH_NPU_ALLOC_CONF`` syntax) from the program.
-
-    Keys given here replace the same keys of the current settings; others stay. npusim applies
-    allocator settings when a device's allocator is created (at its first use): settings made
-    before that take full effect; afterwards they apply to devices initialised later, and a
-    warning says so.
-    """
-    if not isinstance(env, str):
-        raise TypeError(f"env must be a str, but got {type(env)}" + pta_error(ErrCode.TYPE))
-    merged = _items(os.environ.get(_ALLOC_CONF, ""))
-    merged.update(_items(env))
-    os.environ[_ALLOC_CONF] = ",".join(f"{key}:{value}" for key, value in merged.items())
-    from npusim.npu._lazy import is_initialized
-
-    if is_initialized():
-        warnings.warn(
-            "npusim applies allocator settings when a device's allocator is created; devices already in use "
-            f"keep theirs, devices initialised from now on use '{os.environ[_ALLOC_CONF]}'."
-        )
-
 
 _pool_ids = itertools.count(1)
 

@@ -4,11 +4,8 @@ Errors about device ids (an id out of range, for example) come from the C++ runt
 torch_npu's text and error-code suffix; this module only raises PyTorch's usual errors for
 arguments of the wrong kind.
 
-Differences from torch_npu, on purpose:
+Difference from torch_npu, on purpose:
 
-- ``get_device_capability()`` answers the chip's value (``(9, 0)`` for the 910B family) when
-  ``TORCH_NPU_DEVICE_CAPABILITY`` is unset, where torch_npu answers ``None``; code written for
-  CUDA compares the result with tuples, which fails on ``None``.
 - ``utilization()`` is the share of simulated time the device was busy, in percent.
 """
 
@@ -17,12 +14,14 @@ from __future__ import annotations
 import operator
 import os
 import re
+import uuid as _uuid
 import warnings
 from typing import Any
 
 import torch
 
 from npusim import _C
+from npusim._error_code import ErrCode, pta_error
 from npusim.npu._lazy import _lazy_init
 
 __all__ = [
@@ -148,13 +147,44 @@ def synchronize(device: Any = None) -> None:
     _C._synchronize(_get_device_index(device, optional=True))
 
 
+def _check_device_id(device_id: int) -> None:
+    # torch_npu checks the id in Python before asking the runtime, with this text.
+    if device_id < 0 or device_id >= device_count():
+        raise AssertionError("Invalid device id" + pta_error(ErrCode.VALUE))
+
+
 def get_device_name(device: Any = None) -> str:
     r"""Return the SoC name of a device, e.g. ``Ascend910B2``."""
     return get_device_properties(device).name
 
 
+class _NPUuuid:
+    """The ``uuid`` of a device's properties: 16 bytes, shown in the usual hyphenated form."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self, raw: bytes):
+        self.bytes = bytes(raw)
+
+    def __str__(self) -> str:
+        return str(_uuid.UUID(bytes=self.bytes))
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NPUuuid) and other.bytes == self.bytes
+
+    def __hash__(self) -> int:
+        return hash(self.bytes)
+
+
 class _NPUDeviceProperties:
-    """What ``torch.npu.get_device_properties`` returns; the attributes of torch_npu's class."""
+    """What ``torch.npu.get_device_properties`` returns: the attributes of torch_npu's class.
+
+    As on torch_npu, only ``name``, ``total_memory``, ``L2_cache_size``, ``cube_core_num``,
+    ``vector_core_num`` and ``uuid`` describe the NPU; the fields that only make sense on a CUDA
+    GPU (``major``, ``minor``, ``multi_processor_count``, ``warp_size``, ...) are ``None``.
+    """
 
     __slots__ = (
         "name",
@@ -170,87 +200,77 @@ class _NPUDeviceProperties:
         "gcnArchName",
         "is_integrated",
         "is_multi_gpu_board",
+        "max_threads_per_multi_processor",
+        "regs_per_multiprocessor",
+        "shared_memory_per_block",
+        "shared_memory_per_block_optin",
+        "shared_memory_per_multiprocessor",
+        "pci_bus_id",
+        "pci_device_id",
+        "pci_domain_id",
         "physical_id",
     )
 
-    def __init__(self, raw: dict, capability: tuple[int, int]):
+    def __init__(self, raw: dict):
         self.name = str(raw["name"])
         self.total_memory = int(raw["total_memory"])
         self.cube_core_num = int(raw["cube_core_num"])
         self.vector_core_num = int(raw["vector_core_num"])
         self.L2_cache_size = int(raw["L2_cache_size"])
-        uuid = raw.get("uuid", "")
-        self.uuid = uuid.hex() if isinstance(uuid, (bytes, bytearray)) else str(uuid)
-        self.major, self.minor = capability
-        # npusim's choices for the CUDA-shaped fields: an AI Core counts as a multiprocessor.
-        self.multi_processor_count = self.cube_core_num
-        self.warp_size = 32
-        self.gcnArchName = self.name
-        self.is_integrated = 0
-        self.is_multi_gpu_board = 0
+        self.uuid = _NPUuuid(_uuid.UUID(str(raw["uuid"])).bytes)
+        for field in self.__slots__[6:-1]:
+            setattr(self, field, None)
+        # npusim's own: the physical device behind this logical one (ASCEND_RT_VISIBLE_DEVICES).
         self.physical_id = int(raw.get("physical_id", 0))
 
     def __repr__(self) -> str:
-        mib = 1024.0 * 1024.0
+        mib = 1024 * 1024
         return (
-            f"_NPUDeviceProperties(name='{self.name}', total_memory={self.total_memory / mib:g}MB, "
+            f"_NPUDeviceProperties(name='{self.name}', total_memory={self.total_memory // mib}MB, "
             f"cube_core_num={self.cube_core_num}, vector_core_num={self.vector_core_num}, "
-            f"uuid={self.uuid}, L2_cache_size={self.L2_cache_size / mib:g}MB)"
+            f"uuid={self.uuid}, L2_cache_size={self.L2_cache_size // mib}MB)"
         )
 
 
 def get_device_properties(device: Any = None) -> _NPUDeviceProperties:
     r"""Return the properties of a device (the current one by default)."""
-    _lazy_init()
     index = _get_device_index(device, optional=True)
-    raw = _C._get_device_properties(index)
-    return _NPUDeviceProperties(raw, _capability())
+    _check_device_id(index)
+    _lazy_init()
+    return _NPUDeviceProperties(_C._get_device_properties(index))
 
 
 _CAPABILITY_PATTERN = re.compile(r"^(\d+)\.(\d+)$")
+_CAPABILITY_NOTE = (
+    "The return value of get_device_capability is only for compatibility with PyTorch and does not "
+    "represent the actual capability of the NPU device."
+)
 
 
-def _parse_capability(text: str) -> tuple[int, int] | None:
-    match = _CAPABILITY_PATTERN.match(text.strip())
-    if not match:
-        return None
-    return int(match.group(1)), int(match.group(2))
+def get_device_capability(device: Any = None) -> tuple[int, int] | None:
+    r"""Return the ``(major, minor)`` compatibility value set by ``TORCH_NPU_DEVICE_CAPABILITY``.
 
-
-def _chip_capability() -> tuple[int, int]:
-    try:
-        parsed = _parse_capability(str(_C._chip_info().get("device_capability", "")))
-    except Exception:
-        parsed = None
-    return parsed if parsed is not None else (0, 0)
-
-
-def _capability() -> tuple[int, int]:
-    configured = os.environ.get("TORCH_NPU_DEVICE_CAPABILITY")
-    if configured:
-        parsed = _parse_capability(configured)
-        if parsed is not None:
-            return parsed
-    return _chip_capability()
-
-
-def get_device_capability(device: Any = None) -> tuple[int, int]:
-    r"""Return a ``(major, minor)`` compatibility value for the device.
-
-    The value comes from ``TORCH_NPU_DEVICE_CAPABILITY`` ("major.minor"), else from the chip's
-    data file. As in torch_npu, it is for compatibility with code written for CUDA and does not
-    describe the NPU.
+    ``None`` when the variable is unset or not of the form ``major.minor``, as on torch_npu.
+    The value only lets code written for CUDA run; it says nothing about the NPU, and ``device``
+    has no effect.
     """
     configured = os.environ.get("TORCH_NPU_DEVICE_CAPABILITY")
-    if configured and _parse_capability(configured) is None:
+    if not configured:
+        warnings.warn(
+            "You can set the device capability via the environment variable "
+            f"TORCH_NPU_DEVICE_CAPABILITY. {_CAPABILITY_NOTE}"
+        )
+        return None
+    match = _CAPABILITY_PATTERN.match(configured)
+    if not match:
         warnings.warn(
             "torch.npu.get_device_capability can't parse TORCH_NPU_DEVICE_CAPABILITY environment "
             f"variable: {configured}. Expected format is 'major.minor' where major and minor are "
             "non-negative integers (e.g., '8.0')."
         )
-    if device is not None:
-        _get_device_index(device, optional=True)  # argument check only
-    return _capability()
+        return None
+    warnings.warn(_CAPABILITY_NOTE)
+    return int(match.group(1)), int(match.group(2))
 
 
 def can_device_access_peer(device: Any, peer_device: Any) -> bool:
@@ -261,12 +281,11 @@ def can_device_access_peer(device: Any, peer_device: Any) -> bool:
     """
     index = _get_device_index(device, optional=True)
     peer = _get_device_index(peer_device, optional=True)
-    count = device_count()
-    for value in (index, peer):
-        if value < 0 or value >= count:
-            # Let the runtime report a bad id with its own text.
-            _lazy_init()
-            _C._get_device_properties(value)
+    # torch_npu's texts, typo included.
+    if index < 0 or index >= device_count():
+        raise AssertionError("Invalid devide id" + pta_error(ErrCode.VALUE))
+    if peer < 0 or peer >= device_count():
+        raise AssertionError("Invalid peer devide id" + pta_error(ErrCode.VALUE))
     return index != peer
 
 

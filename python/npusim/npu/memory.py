@@ -377,4 +377,18 @@ def host_memory_stats() -> dict[str, Any]:
 
 
 # torch_npu's allocator controls, reached as torch.npu.memory.<name> too.
-from npusim.npu.allocator_controls import MemPool, _set_allocator_settings, use_mem_pool  # noqa: E402,F401
+from npusim.npu.allocator_controls import MemPool, use_mem_pool  # noqa: E402,F401
+
+
+def _set_allocator_settings(env: str) -> None:
+    r"""Change the caching allocator's settings at run time.
+
+    ``env`` has the form of ``PYTORCH_NPU_ALLOC_CONF`` (``"key:value,..."``). As in torch_npu,
+    ``max_split_size_mb``, ``garbage_collection_threshold`` and ``roundup_power2_divisions``
+    restart from their defaults unless ``env`` sets them; other settings keep their values. The
+    new settings apply to every device, including blocks requested later from memory already
+    cached.
+    """
+    if not isinstance(env, str):
+        raise TypeError(f"_set_allocator_settings expects a str, but got {type(env).__name__}")
+    _C._set_allocator_settings(env)

@@ -13,6 +13,9 @@ the once-per-process warning ``Non finite check and unscale on NPU device!``) an
 - the messages torch_npu prints, which users see in their logs: ``Gradient overflow. Skipping step``
   for a skipped step, ``Loss scaler reducing loss scale to <scale>`` after a backoff and
   ``Loss scaler increasing loss scale to <scale>`` after a growth;
+- one overflow skips the whole iteration: once the gradients of any optimizer overflowed, every
+  later ``step()`` before ``update()`` is skipped too, whatever its own gradients (torch_npu's
+  ``_has_overflow``), so models trained together with several optimizers stay in step;
 - in saturation mode (``INF_NAN_MODE_FORCE_DISABLE=1``), where overflowed gradients are finite, the
   overflow flag decides: the scaler clears it at the first ``scale()`` of an iteration and, with
   ``torch.distributed`` initialized, sums the overflow over the ranks.
@@ -75,6 +78,7 @@ class GradScaler(torch.amp.GradScaler):
         )
         self._dynamic = dynamic
         self._clear_overflow_flag = False
+        self._has_overflow = False  # an overflow seen since the last update()
 
     # -- scaling ---------------------------------------------------------------------------
 
@@ -90,6 +94,11 @@ class GradScaler(torch.amp.GradScaler):
         if self._dynamic:
             found_inf_per_device = super()._unscale_grads_(optimizer, inv_scale, found_inf, allow_fp16)
             self._sum_overflow_over_ranks(found_inf_per_device)
+            if any(v.item() > 0 for v in found_inf_per_device.values()):
+                self._has_overflow = True
+            elif self._has_overflow:
+                # An earlier optimizer of this iteration overflowed: this one is skipped as well.
+                found_inf.add_(1)
             return found_inf_per_device
         # Static loss scale: unscale, check nothing.
         with torch.no_grad():
@@ -114,7 +123,7 @@ class GradScaler(torch.amp.GradScaler):
             dist.all_reduce(found_inf)
 
     def _maybe_opt_step(self, optimizer, optimizer_state, *args: Any, **kwargs: Any):  # type: ignore[override]
-        if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+        if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()) and not self._has_overflow:
             return optimizer.step(*args, **kwargs)
         print("Gradient overflow. Skipping step")
         return None
@@ -127,11 +136,13 @@ class GradScaler(torch.amp.GradScaler):
             self._check_scale_growth_tracker("update")
             self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
             self._clear_overflow_flag = False
+            self._has_overflow = False
             return
         scale, _ = self._check_scale_growth_tracker("update")
         before = scale.item() if new_scale is None else None
         super().update(new_scale)
         self._clear_overflow_flag = False
+        self._has_overflow = False
         if before is None:
             return
         after = self.get_scale()
