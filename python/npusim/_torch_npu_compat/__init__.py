@@ -38,3 +38,9 @@ def npu_format_cast(tensor: torch.Tensor, acl_format: int, *args, **kwargs) -> t
 def get_npu_format(tensor: torch.Tensor) -> int:
     """Return the NPU storage format of a tensor (not supported by npusim yet)."""
     raise _unsupported("get_npu_format")
+
+
+# torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
+from . import _custom_ops  # noqa: E402
+
+__all__ += _custom_ops.export_npu_ops(globals())
