@@ -26,6 +26,9 @@ fi
 for module in pytest expecttest numpy; do
   "$PYTHON" -c "import $module" 2>/dev/null || "$PYTHON" -m pip install -q "$module"
 done
+# Optional: transformers' NPU flash-attention path runs in tests/ops (skipped without it).
+"$PYTHON" -c "import transformers" 2>/dev/null || "$PYTHON" -m pip install -q "transformers==5.23.0" \
+  || echo "setup: transformers not installed; its tests in tests/ops are skipped"
 
 # Rebuild only when the sources changed since the last install (ninja and
 # ccache make the rebuild incremental anyway; this skips pip entirely).

@@ -94,6 +94,26 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
   return cost.deviceNs;
 }
 
+const perf::ChipRates& chipRates() { return costModel().rates(); }
+
+runtime::SimTimeNs chargeModelledKernel(int device, perf::OperatorKind kind, runtime::SimTimeNs deviceNs,
+                                        perf::Unit unit, double cubeFlops, double bytes) {
+  auto& rt = runtime::Runtime::instance();
+  perf::Cost cost;
+  cost.deviceNs = deviceNs;
+  cost.unit = unit;
+  cost.flops = cubeFlops;
+  cost.bytes = bytes;
+  const runtime::SimTimeNs dispatch = costModel().hostDispatchNs(rt.taskQueueLevel(), kind);
+  auto& timeline = rt.timeline(device);
+  const runtime::StreamId stream = currentStream(device);
+  rt.hostClock().advance(dispatch);
+  timeline.submit(stream, cost.deviceNs);
+  if (rt.launchBlocking()) timeline.synchronizeStream(stream);
+  account(cost, dispatch);
+  return cost.deviceNs;
+}
+
 void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinnedHost, bool nonBlocking) {
   auto& rt = runtime::Runtime::instance();
   const perf::CostModel& model = costModel();

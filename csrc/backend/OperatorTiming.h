@@ -15,6 +15,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "perf/ChipRates.h"
 #include "perf/OperatorKind.h"
 #include "perf/TensorDesc.h"
 #include "runtime/PlacementTable.h"
@@ -31,6 +32,14 @@ perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept;
 runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
                     const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
                     bool dataDependentSync, const int64_t* intArgs = nullptr, int intArgCount = 0);
+
+// The rates of the chosen chip, for callers that price their own kernels.
+const perf::ChipRates& chipRates();
+
+// One kernel whose duration the caller priced itself (torch_npu's fused
+// operators, csrc/ops); dispatch as a kernel of `kind`. Returns `deviceNs`.
+runtime::SimTimeNs chargeModelledKernel(int device, perf::OperatorKind kind, runtime::SimTimeNs deviceNs,
+                                        perf::Unit unit, double cubeFlops, double bytes);
 
 enum class CopyDirection { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 // A copy of `bytes` between host and device (or within the device).

@@ -117,7 +117,10 @@ const PlacementRule* OperatorRules::resolve(int firstDtype, DtypeMask indexDtype
 
 void PlacementTable::addRules(std::string_view text, std::string_view origin, bool overrides) {
   forEachRuleLine(text, origin, 5, [&](const std::vector<std::string_view>& f, int line) {
-    if (f[0].rfind("aten::", 0) != 0) fail(origin, line, "operator must start with aten::");
+    // aten operators, and torch_npu's own (npu::) ones.
+    if (f[0].rfind("aten::", 0) != 0 && f[0].rfind("npu::", 0) != 0) {
+      fail(origin, line, "operator must start with aten:: or npu::");
+    }
     PlacementRule rule;
     rule.placement = parsePlacement(f[1], origin, line);
     if (f[2] == "-") {

@@ -96,6 +96,9 @@ def _register_backend() -> None:
     import torch.utils.backend_registration as backend_registration
 
     from npusim import _C  # loads the C++ backend: guard, hooks, allocator, kernels
+    from npusim import _ops
+
+    _ops.load()  # torch.ops.npu: torch_npu's own operators (csrc/ops)
     from npusim._error_code import is_interactive_session
 
     # The C++ errors leave out the error-code suffix in an interactive session, as torch_npu's.

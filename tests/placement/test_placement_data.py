@@ -43,7 +43,7 @@ COMPOSITE_KEYS = (
     "CompositeExplicitAutograd",
     "CompositeExplicitAutogradNonFunctional",
 )
-OPERATOR_PATTERN = re.compile(r"^aten::[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z0-9_]+|\*))?$")
+OPERATOR_PATTERN = re.compile(r"^(aten|npu)::[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z0-9_]+|\*))?$")
 # Names the table may carry although PyTorch 2.13 lacks them; kept small on purpose.
 MAXIMUM_UNKNOWN_NAMES = 5
 
@@ -107,7 +107,8 @@ def inferred_comment_paragraphs(path: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def all_operator_names() -> set[str]:
-    return {name for name in torch._C._dispatch_get_all_op_names() if name.startswith("aten::")}
+    # aten operators, and torch_npu's own (npu::, registered by npusim's csrc/ops).
+    return {name for name in torch._C._dispatch_get_all_op_names() if name.startswith(("aten::", "npu::"))}
 
 
 @pytest.fixture(scope="module")

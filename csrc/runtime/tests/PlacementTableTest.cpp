@@ -129,3 +129,14 @@ TEST(PlacementTable, ShippedTableParses) {
   EXPECT_FALSE(table.lookup("aten::linalg_lstsq.out").listed());
   EXPECT_EQ(table.lookup("aten::nonzero").resolve(-1, 0)->placement, Placement::kAiCpu);
 }
+
+TEST(PlacementTable, TorchNpuOperatorsHaveTheirOwnNamespace) {
+  PlacementTable table;
+  table.addRules("npu::npu_rms_norm.*\tai_core\t-\tno\top-plugin\n"
+                 "npu::npu_apply_adam_w.out\tai_core\t-\tno\top-plugin\n",
+                 "release.tsv", false);
+  EXPECT_EQ(table.lookup("npu::npu_rms_norm").resolve(-1, 0)->placement, Placement::kAiCore);
+  EXPECT_TRUE(table.lookup("npu::npu_apply_adam_w.out").listed());
+  EXPECT_FALSE(table.lookup("npu::npu_apply_adam_w").listed());
+  EXPECT_THROW(table.addRules("prims::add\tai_core\t-\tno\tx\n", "release.tsv", false), ConfigError);
+}

@@ -42,3 +42,9 @@ __all__ = [
     "npu_change_data_ptr",
     "__version__",
 ]
+
+
+# torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
+from . import _custom_ops  # noqa: E402
+
+__all__ += _custom_ops.export_npu_ops(globals())

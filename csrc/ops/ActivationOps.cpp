@@ -1,0 +1,307 @@
+// Gated and GELU activations of torch_npu, each one fused kernel:
+// npu_swiglu (+backward, §4.4), npu_geglu (+grad, §4.8), npu_gelu and
+// npu_fast_gelu (+backward, §4.12). Computed in fp32, returned in x's dtype.
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
+
+#include "ops/KernelSupport.h"
+#include "perf/Calibration.h"
+
+namespace npusim::ops {
+namespace {
+
+using Tensor = at::Tensor;
+constexpr double kOpsActivation = perf::calibration::kOpsActivation;
+
+int64_t gatedDim(const Tensor& x, int64_t dim) {
+  const int64_t n = x.dim();
+  NPU_OPS_CHECK_VALUE(dim >= -n && dim <= n - 1, " Expected npu_swiglu dim value ", dim, " to be in range [", -n,
+                      ", ", n - 1, "] but check failed.");
+  const int64_t d = dim < 0 ? dim + n : dim;
+  NPU_OPS_CHECK(x.numel() > 0, "npu_swiglu: the input must not be empty");
+  NPU_OPS_CHECK(x.size(d) % 2 == 0, "npu_swiglu: the size of dim ", dim, " must be even, but got ", x.size(d));
+  NPU_OPS_CHECK(x.scalar_type() == at::kHalf || x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kFloat,
+                "npu_swiglu supports float16, bfloat16 and float32, but got ", x.scalar_type());
+  return d;
+}
+
+// ---- SwiGLU: silu(A) * B with A the first half along dim.
+Tensor swigluHost(const Tensor& x, int64_t dim) {
+  const int64_t d = gatedDim(x, dim);
+  auto halves = x.to(at::kFloat).chunk(2, d);
+  return (at::silu(halves[0]) * halves[1]).to(x.scalar_type());
+}
+
+Tensor swigluBackwardHost(const Tensor& grad, const Tensor& x, int64_t dim) {
+  const int64_t d = gatedDim(x, dim);
+  auto halves = x.to(at::kFloat).chunk(2, d);
+  const Tensor& a = halves[0];
+  const Tensor& b = halves[1];
+  const Tensor g = grad.to(at::kFloat);
+  const Tensor sig = at::sigmoid(a);
+  const Tensor da = g * b * sig * (1 + a * (1 - sig));
+  const Tensor db = g * a * sig;
+  return at::cat({da, db}, d).to(x.scalar_type());
+}
+
+// ---- GeGLU: approximate 0 = erf, 1 = tanh; activate_left chooses the gelu side.
+c10::string_view geluMode(int64_t approximate) {
+  NPU_OPS_CHECK_VALUE(approximate == 0 || approximate == 1, "npu_geglu: approximate must be 0 or 1, but got ",
+                      approximate);
+  return approximate == 1 ? "tanh" : "none";
+}
+
+std::tuple<Tensor, Tensor> gegluHost(const Tensor& x, int64_t dim, int64_t approximate, bool activateLeft) {
+  const int64_t d = gatedDim(x, dim);
+  auto halves = x.to(at::kFloat).chunk(2, d);
+  const Tensor& gated = activateLeft ? halves[0] : halves[1];
+  const Tensor& other = activateLeft ? halves[1] : halves[0];
+  const Tensor gelu = at::gelu(gated, geluMode(approximate));
+  return {(other * gelu).to(x.scalar_type()), gelu.to(x.scalar_type())};
+}
+
+Tensor gegluGradHost(const Tensor& grad, const Tensor& x, const Tensor& gelu, int64_t dim, int64_t approximate,
+                     bool activateLeft) {
+  const int64_t d = gatedDim(x, dim);
+  auto halves = x.to(at::kFloat).chunk(2, d);
+  const Tensor& gated = activateLeft ? halves[0] : halves[1];
+  const Tensor& other = activateLeft ? halves[1] : halves[0];
+  const Tensor g = grad.to(at::kFloat);
+  const Tensor dOther = g * gelu.to(at::kFloat);
+  const Tensor dGated = at::gelu_backward(g * other, gated, geluMode(approximate));
+  return (activateLeft ? at::cat({dGated, dOther}, d) : at::cat({dOther, dGated}, d)).to(x.scalar_type());
+}
+
+// ---- GELU and fast GELU (x * sigmoid(1.702 x)).
+c10::string_view checkedGeluMode(c10::string_view approximate) {
+  NPU_OPS_CHECK_VALUE(approximate == "none" || approximate == "tanh",
+                      "npu_gelu: approximate must be 'none' or 'tanh', but got ", approximate);
+  return approximate;
+}
+
+Tensor geluHost(const Tensor& x, c10::string_view approximate) {
+  return at::gelu(x.to(at::kFloat), checkedGeluMode(approximate)).to(x.scalar_type());
+}
+
+Tensor geluBackwardHost(const Tensor& grad, const Tensor& x, c10::string_view approximate) {
+  return at::gelu_backward(grad.to(at::kFloat), x.to(at::kFloat), checkedGeluMode(approximate))
+      .to(x.scalar_type());
+}
+
+constexpr double kFastGeluAlpha = 1.702;
+
+Tensor fastGeluHost(const Tensor& x) {
+  const Tensor xf = x.to(at::kFloat);
+  return (xf * at::sigmoid(kFastGeluAlpha * xf)).to(x.scalar_type());
+}
+
+Tensor fastGeluBackwardHost(const Tensor& grad, const Tensor& x) {
+  const Tensor xf = x.to(at::kFloat);
+  const Tensor sig = at::sigmoid(kFastGeluAlpha * xf);
+  return (grad.to(at::kFloat) * (sig + kFastGeluAlpha * xf * sig * (1 - sig))).to(x.scalar_type());
+}
+
+// ---- device kernels
+Tensor swigluNpu(const Tensor& x, int64_t dim) {
+  requireChip("npu_swiglu", {ChipFamily::kAtlasA2, ChipFamily::kAtlasA3, ChipFamily::kAscend950});
+  requireNpuTensors({&x});
+  const int device = x.device().index();
+  const Tensor out = swigluHost(hostOperand(x), dim);
+  chargeFusedKernel(device, "npu::npu_swiglu", perf::OperatorKind::kActivation,
+                    streamingWork({&x}, {&out}, double(x.numel()), kOpsActivation));
+  return deviceResult(out, device);
+}
+
+Tensor swigluBackwardNpu(const Tensor& grad, const Tensor& x, int64_t dim) {
+  requireChip("npu_swiglu_backward", {ChipFamily::kAtlasA2, ChipFamily::kAtlasA3, ChipFamily::kAscend950});
+  requireNpuTensors({&grad, &x});
+  const int device = x.device().index();
+  const Tensor dx = swigluBackwardHost(hostOperand(grad), hostOperand(x), dim);
+  chargeFusedKernel(device, "npu::npu_swiglu_backward", perf::OperatorKind::kActivation,
+                    streamingWork({&grad, &x}, {&dx}, double(x.numel()), 2 * kOpsActivation));
+  return deviceResult(dx, device);
+}
+
+std::tuple<Tensor, Tensor> gegluNpu(const Tensor& x, int64_t dim, int64_t approximate, bool activateLeft) {
+  requireNpuTensors({&x});
+  requireDtypeOnChip("npu_geglu", x);
+  const int device = x.device().index();
+  auto [y, gelu] = gegluHost(hostOperand(x), dim, approximate, activateLeft);
+  chargeFusedKernel(device, "npu::npu_geglu", perf::OperatorKind::kActivation,
+                    streamingWork({&x}, {&y, &gelu}, double(x.numel()), kOpsActivation));
+  return {deviceResult(y, device), deviceResult(gelu, device)};
+}
+
+Tensor gegluGradNpu(const Tensor& grad, const Tensor& x, const Tensor& gelu, int64_t dim, int64_t approximate,
+                    bool activateLeft) {
+  requireNpuTensors({&grad, &x, &gelu});
+  const int device = x.device().index();
+  const Tensor dx = gegluGradHost(hostOperand(grad), hostOperand(x), hostOperand(gelu), dim, approximate,
+                                  activateLeft);
+  chargeFusedKernel(device, "npu::npu_geglu_grad", perf::OperatorKind::kActivation,
+                    streamingWork({&grad, &x, &gelu}, {&dx}, double(x.numel()), 2 * kOpsActivation));
+  return deviceResult(dx, device);
+}
+
+Tensor geluNpu(const Tensor& x, c10::string_view approximate) {
+  requireChip("npu_gelu", {ChipFamily::kAscend910A, ChipFamily::kAscend310P, ChipFamily::kAtlasA2,
+                           ChipFamily::kAtlasA3});
+  requireNpuTensors({&x});
+  const int device = x.device().index();
+  const Tensor out = geluHost(hostOperand(x), approximate);
+  chargeFusedKernel(device, "npu::npu_gelu", perf::OperatorKind::kActivation,
+                    streamingWork({&x}, {&out}, double(x.numel()), kOpsActivation));
+  return deviceResult(out, device);
+}
+
+Tensor geluBackwardNpu(const Tensor& grad, const Tensor& x, c10::string_view approximate) {
+  requireNpuTensors({&grad, &x});
+  const int device = x.device().index();
+  const Tensor dx = geluBackwardHost(hostOperand(grad), hostOperand(x), approximate);
+  chargeFusedKernel(device, "npu::npu_gelu_backward", perf::OperatorKind::kActivation,
+                    streamingWork({&grad, &x}, {&dx}, double(x.numel()), kOpsActivation));
+  return deviceResult(dx, device);
+}
+
+Tensor fastGeluNpu(const Tensor& x) {
+  requireChip("npu_fast_gelu", {ChipFamily::kAscend910A, ChipFamily::kAscend310P, ChipFamily::kAtlasA2,
+                                ChipFamily::kAtlasA3});
+  requireNpuTensors({&x});
+  const int device = x.device().index();
+  const Tensor out = fastGeluHost(hostOperand(x));
+  chargeFusedKernel(device, "npu::npu_fast_gelu", perf::OperatorKind::kActivation,
+                    streamingWork({&x}, {&out}, double(x.numel()), kOpsActivation));
+  return deviceResult(out, device);
+}
+
+Tensor fastGeluBackwardNpu(const Tensor& grad, const Tensor& x) {
+  requireNpuTensors({&grad, &x});
+  const int device = x.device().index();
+  const Tensor dx = fastGeluBackwardHost(hostOperand(grad), hostOperand(x));
+  chargeFusedKernel(device, "npu::npu_fast_gelu_backward", perf::OperatorKind::kActivation,
+                    streamingWork({&grad, &x}, {&dx}, double(x.numel()), kOpsActivation));
+  return deviceResult(dx, device);
+}
+
+// ---- autograd
+template <class Signature>
+c10::TypedOperatorHandle<Signature> npuOp(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+class SwigluFunction : public torch::autograd::Function<SwigluFunction> {
+ public:
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, int64_t dim) {
+    static auto op = npuOp<Tensor(const Tensor&, int64_t)>("npu::npu_swiglu");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({x});
+    ctx->saved_data["dim"] = dim;
+    return op.call(x, dim);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    static auto op = npuOp<Tensor(const Tensor&, const Tensor&, int64_t)>("npu::npu_swiglu_backward");
+    return {op.call(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["dim"].toInt()), Tensor()};
+  }
+};
+
+class GegluFunction : public torch::autograd::Function<GegluFunction> {
+ public:
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const Tensor& x, int64_t dim,
+                                                int64_t approximate, bool activateLeft) {
+    static auto op = npuOp<std::tuple<Tensor, Tensor>(const Tensor&, int64_t, int64_t, bool)>("npu::npu_geglu");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    auto [y, gelu] = op.call(x, dim, approximate, activateLeft);
+    ctx->save_for_backward({x, gelu});
+    ctx->saved_data["dim"] = dim;
+    ctx->saved_data["approximate"] = approximate;
+    ctx->saved_data["activate_left"] = activateLeft;
+    ctx->mark_non_differentiable({gelu});
+    return {y, gelu};
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    static auto op = npuOp<Tensor(const Tensor&, const Tensor&, const Tensor&, int64_t, int64_t, bool)>(
+        "npu::npu_geglu_grad");
+    const auto saved = ctx->get_saved_variables();
+    return {op.call(grads[0], saved[0], saved[1], ctx->saved_data["dim"].toInt(),
+                    ctx->saved_data["approximate"].toInt(), ctx->saved_data["activate_left"].toBool()),
+            Tensor(), Tensor(), Tensor()};
+  }
+};
+
+class GeluFunction : public torch::autograd::Function<GeluFunction> {
+ public:
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, std::string approximate) {
+    static auto op = npuOp<Tensor(const Tensor&, c10::string_view)>("npu::npu_gelu");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({x});
+    ctx->saved_data["approximate"] = approximate;
+    return op.call(x, approximate);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    static auto op = npuOp<Tensor(const Tensor&, const Tensor&, c10::string_view)>("npu::npu_gelu_backward");
+    return {op.call(grads[0], ctx->get_saved_variables()[0], ctx->saved_data["approximate"].toStringRef()),
+            Tensor()};
+  }
+};
+
+class FastGeluFunction : public torch::autograd::Function<FastGeluFunction> {
+ public:
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x) {
+    static auto op = npuOp<Tensor(const Tensor&)>("npu::npu_fast_gelu");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({x});
+    return op.call(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    static auto op = npuOp<Tensor(const Tensor&, const Tensor&)>("npu::npu_fast_gelu_backward");
+    return {op.call(grads[0], ctx->get_saved_variables()[0])};
+  }
+};
+
+Tensor swigluAutograd(const Tensor& x, int64_t dim) { return SwigluFunction::apply(x, dim); }
+std::tuple<Tensor, Tensor> gegluAutograd(const Tensor& x, int64_t dim, int64_t approximate, bool activateLeft) {
+  auto outputs = GegluFunction::apply(x, dim, approximate, activateLeft);
+  return {outputs[0], outputs[1]};
+}
+Tensor geluAutograd(const Tensor& x, c10::string_view approximate) {
+  return GeluFunction::apply(x, std::string(approximate));
+}
+Tensor fastGeluAutograd(const Tensor& x) { return FastGeluFunction::apply(x); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
+  m.impl("npu_swiglu", TORCH_FN(swigluNpu));
+  m.impl("npu_swiglu_backward", TORCH_FN(swigluBackwardNpu));
+  m.impl("npu_geglu", TORCH_FN(gegluNpu));
+  m.impl("npu_geglu_grad", TORCH_FN(gegluGradNpu));
+  m.impl("npu_gelu", TORCH_FN(geluNpu));
+  m.impl("npu_gelu_backward", TORCH_FN(geluBackwardNpu));
+  m.impl("npu_fast_gelu", TORCH_FN(fastGeluNpu));
+  m.impl("npu_fast_gelu_backward", TORCH_FN(fastGeluBackwardNpu));
+}
+
+TORCH_LIBRARY_IMPL(npu, Meta, m) {
+  m.impl("npu_swiglu", TORCH_FN(swigluHost));
+  m.impl("npu_swiglu_backward", TORCH_FN(swigluBackwardHost));
+  m.impl("npu_geglu", TORCH_FN(gegluHost));
+  m.impl("npu_geglu_grad", TORCH_FN(gegluGradHost));
+  m.impl("npu_gelu", TORCH_FN(geluHost));
+  m.impl("npu_gelu_backward", TORCH_FN(geluBackwardHost));
+  m.impl("npu_fast_gelu", TORCH_FN(fastGeluHost));
+  m.impl("npu_fast_gelu_backward", TORCH_FN(fastGeluBackwardHost));
+}
+
+TORCH_LIBRARY_IMPL(npu, Autograd, m) {
+  m.impl("npu_swiglu", TORCH_FN(swigluAutograd));
+  m.impl("npu_geglu", TORCH_FN(gegluAutograd));
+  m.impl("npu_gelu", TORCH_FN(geluAutograd));
+  m.impl("npu_fast_gelu", TORCH_FN(fastGeluAutograd));
+}
+
+}  // namespace npusim::ops

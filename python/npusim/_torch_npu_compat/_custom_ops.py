@@ -1,0 +1,76 @@
+"""torch_npu's own operators as ``torch_npu.<name>``.
+
+torch_npu sets every ``torch.ops.npu`` operator as an attribute of the ``torch_npu`` module at
+import (``_export_npu_ops``), and puts a stub at ``torch.<name>`` that tells the user to call
+``torch_npu.<name>`` instead. The operators themselves (schemas, npu and Meta kernels, autograd)
+are C++ in ``csrc/ops``, loaded with npusim. Two Python adapters keep torch_npu's calling
+conventions where the generated torch_npu bindings differ from ``torch.ops``:
+``npu_apply_adam_w`` / ``npu_apply_adam`` take ``out=(var, m, v)``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from npusim._error_code import ErrCode, pta_error
+
+__all__ = ["npu_operator_names", "export_npu_ops"]
+
+
+def npu_operator_names() -> list[str]:
+    """Names of the operators registered in the ``npu`` namespace (sorted)."""
+    names = {
+        name.split("::", 1)[1].split(".", 1)[0]
+        for name in torch._C._dispatch_get_all_op_names()
+        if name.startswith("npu::")
+    }
+    return sorted(names)
+
+
+def _with_out_tuple(name: str):
+    """torch_npu's binding of an op whose ``.out`` overload writes ``var, m, v``: ``out=(var, m, v)``."""
+    packet = getattr(torch.ops.npu, name)
+
+    @functools.wraps(packet)
+    def call(*args: Any, out=None, **kwargs: Any):
+        if out is None:
+            return packet.default(*args, **kwargs)
+        if not isinstance(out, (tuple, list)) or len(out) != 3:
+            raise TypeError(f"{name}(): argument 'out' must be a tuple of 3 Tensors (var, m, v)")
+        var, m, v = out
+        return packet.out(*args, var=var, m=m, v=v, **kwargs)
+
+    call.__name__ = name
+    call.__qualname__ = name
+    return call
+
+
+_OUT_TUPLE_OPERATORS = ("npu_apply_adam_w", "npu_apply_adam")
+
+
+def _deprecated_torch_attribute(name: str):
+    def stub(*args: Any, **kwargs: Any):
+        raise RuntimeError(
+            f"torch.{name} is deprecated and will be removed in future version. "
+            f"Use torch_npu.{name} instead." + pta_error(ErrCode.NOT_SUPPORT)
+        )
+
+    stub.__name__ = name
+    return stub
+
+
+def export_npu_ops(namespace: dict[str, Any]) -> list[str]:
+    """Sets every ``torch.ops.npu`` operator in ``namespace`` (the torch_npu module's globals)
+    and the ``torch.<name>`` deprecation stubs; returns the exported names."""
+    exported = []
+    for name in npu_operator_names():
+        if name in namespace:
+            continue
+        namespace[name] = _with_out_tuple(name) if name in _OUT_TUPLE_OPERATORS else getattr(torch.ops.npu, name)
+        if not hasattr(torch, name):
+            setattr(torch, name, _deprecated_torch_attribute(name))
+        exported.append(name)
+    return exported

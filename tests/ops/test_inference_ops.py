@@ -1,0 +1,122 @@
+"""The inference attention operators (prompt, incremental and fused infer attention) against the
+float64 reference, and the chip rules: an operator the chosen NPUSIM_SOC does not support raises
+torch_npu's not-supported error."""
+
+import math
+
+import pytest
+import torch
+
+import npusim
+import torch_npu
+from ops_reference import attention, from_bnsd, run_python, sparse_mask, to_bnsd
+
+
+def qkv(b=2, n=4, nkv=2, sq=5, skv=7, d=8, dtype=torch.float32):
+    torch.manual_seed(0)
+    return (torch.randn(b, n, sq, d).to(dtype), torch.randn(b, nkv, skv, d).to(dtype),
+            torch.randn(b, nkv, skv, d).to(dtype))
+
+
+@pytest.mark.parametrize("layout", ["BSH", "BSND", "BNSD"])
+def test_prompt_flash_attention_layouts_gqa_and_causal_default(layout):
+    q, k, v = qkv()
+    scale = 1 / math.sqrt(8)
+    args = [from_bnsd(t, layout).contiguous().npu() for t in (q, k, v)]
+    out = torch_npu.npu_prompt_flash_attention(*args, num_heads=4, num_key_value_heads=2, scale_value=scale,
+                                               input_layout=layout)
+    torch.testing.assert_close(out.cpu().double(), from_bnsd(attention(q, k, v, scale)[0], layout), rtol=1e-5,
+                               atol=1e-5)
+    # With a mask, next_tokens' default 0 makes a causal band on top of it.
+    mask = torch.zeros(5, 7, dtype=torch.bool)
+    out = torch_npu.npu_prompt_flash_attention(*args, num_heads=4, num_key_value_heads=2, scale_value=scale,
+                                               input_layout=layout, atten_mask=mask.npu())
+    ref = attention(q, k, v, scale, mask=sparse_mask(0, 5, 7, nxt=0))[0]
+    torch.testing.assert_close(out.cpu().double(), from_bnsd(ref, layout), rtol=1e-5, atol=1e-5)
+
+
+def test_fused_infer_attention_prefill_decode_lse_and_valid_lengths():
+    q, k, v = qkv(sq=6, skv=6)
+    scale = 0.3
+    mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+    out, lse = torch_npu.npu_fused_infer_attention_score(
+        q.npu(), k.npu(), v.npu(), atten_mask=mask.npu(), num_heads=4, num_key_value_heads=2, scale=scale,
+        input_layout="BNSD", sparse_mode=3, softmax_lse_flag=True)
+    ref, m, l = attention(q, k, v, scale, mask=sparse_mask(3, 6, 6))
+    torch.testing.assert_close(out.cpu().double(), ref, rtol=1e-5, atol=1e-5)
+    assert lse.shape == (2, 4, 6, 1) and lse.dtype == torch.float32
+    torch.testing.assert_close(lse.cpu().double()[..., 0], m + torch.log(l), rtol=1e-5, atol=1e-5)
+    # Decode: Q_S = 1 against a cache with per-batch valid lengths.
+    qd = q[:, :, :1]
+    out, lse = torch_npu.npu_fused_infer_attention_score(
+        qd.npu(), k.npu(), v.npu(), num_heads=4, num_key_value_heads=2, scale=scale, input_layout="BNSD",
+        actual_seq_lengths_kv=[4, 6])
+    assert lse.shape == (1,)
+    for b, length in enumerate([4, 6]):
+        ref = attention(qd[b:b + 1], k[b:b + 1, :, :length], v[b:b + 1, :, :length], scale)[0]
+        torch.testing.assert_close(out.cpu()[b:b + 1].double(), ref, rtol=1e-5, atol=1e-5)
+    inc = torch_npu.npu_incre_flash_attention(
+        from_bnsd(qd, "BSH").contiguous().npu(), from_bnsd(k, "BSH").contiguous().npu(),
+        from_bnsd(v, "BSH").contiguous().npu(), num_heads=4, num_key_value_heads=2, scale_value=scale,
+        actual_seq_lengths=[4, 6])
+    torch.testing.assert_close(inc.cpu(), from_bnsd(out.cpu(), "BSH"), rtol=1e-6, atol=1e-6)
+
+
+def test_inference_attention_half_precision_bnsd_bsnd_and_errors():
+    q, k, v = qkv(dtype=torch.float16)
+    out = torch_npu.npu_fused_infer_attention_score(q.npu(), k.npu(), v.npu(), num_heads=4, num_key_value_heads=2,
+                                                    scale=0.35, input_layout="BNSD_BSND")[0]
+    assert out.dtype == torch.float16 and out.shape == (2, 5, 4, 8)
+    ref = attention(q, k, v, 0.35)[0].permute(0, 2, 1, 3)
+    torch.testing.assert_close(out.cpu().double(), ref, rtol=5e-3, atol=5e-3)
+    with pytest.raises(RuntimeError, match="numHeads should be greater than 0, but got 0"):
+        torch_npu.npu_fused_infer_attention_score(q.npu(), k.npu(), v.npu(), num_heads=0, input_layout="BNSD")
+    with pytest.raises(RuntimeError, match="not supported by npusim"):
+        torch_npu.npu_fused_infer_attention_score(q.npu(), k.npu(), v.npu(), num_heads=4, input_layout="BNSD",
+                                                  block_table=torch.zeros(2, 1, dtype=torch.int32).npu())
+
+
+def test_inference_attention_estimate_shapes():
+    with npusim.estimate():
+        q = torch.empty(8, 1, 32 * 128, device="npu", dtype=torch.bfloat16)
+        kv = torch.empty(8, 2048, 8 * 128, device="npu", dtype=torch.bfloat16)
+        out = torch_npu.npu_incre_flash_attention(q, kv, kv, num_heads=32, num_key_value_heads=8,
+                                                  scale_value=0.088)
+        assert out.shape == q.shape
+
+
+def test_chip_rules_on_ascend910a():
+    result = run_python(
+        """
+        import torch, torch_npu
+        x = torch.randn(1, 2, 4, 8).npu()
+        checks = []
+        for name, call in [
+            ("npu_fusion_attention", lambda: torch_npu.npu_fusion_attention(x, x, x, 2, "BNSD")),
+            ("npu_swiglu", lambda: torch_npu.npu_swiglu(x)),
+            ("npu_grouped_matmul", lambda: torch_npu.npu_grouped_matmul([x[0, 0]], [x[0, 0].t().contiguous()])),
+            ("npu_cross_entropy_loss", lambda: torch_npu.npu_cross_entropy_loss(
+                x[0, 0], torch.zeros(4, dtype=torch.long).npu())),
+        ]:
+            try:
+                call()
+                checks.append(name + ": ran")
+            except RuntimeError as error:
+                checks.append(name + ": " + str(error).splitlines()[0] + " | " + str(error).splitlines()[-1])
+        y, rstd = torch_npu.npu_rms_norm(x, torch.ones(8).npu())  # supported on every chip
+        checks.append("npu_rms_norm: ran")
+        try:
+            torch_npu.npu_rms_norm(x.bfloat16(), torch.ones(8).npu())
+        except RuntimeError as error:
+            checks.append("bf16: " + str(error).splitlines()[0])
+        print("\\n".join(checks))
+        """,
+        env={"NPUSIM_SOC": "Ascend910A"},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for name in ("npu_fusion_attention", "npu_swiglu", "npu_grouped_matmul", "npu_cross_entropy_loss"):
+        line = next(line for line in lines if line.startswith(name + ":"))
+        assert f"{name} is not supported on Ascend910A" in line and "ERR01007 OPS feature not supported" in line, line
+    assert "npu_rms_norm: ran" in lines
+    assert any(line.startswith("bf16:") and "bfloat16 is not supported on Ascend910A" in line for line in lines)
