@@ -146,6 +146,9 @@ def _load() -> None:
     from npusim import _compat_finder
 
     _compat_finder.install()
+    from npusim import distributed
+
+    distributed.register()
     _REGISTERED = True
 
 

@@ -1,0 +1,155 @@
+#include "distributed/WorkHCCL.h"
+
+#include <ATen/core/jit_type.h>
+#include <c10/util/Exception.h>
+
+#include "backend/NpuErrors.h"
+#include "backend/NpuStreams.h"
+#include "distributed/CommunicationTiming.h"
+#include "runtime/Runtime.h"
+
+namespace npusim::distributed {
+namespace {
+
+bool mentionsTimeout(const std::string& text) {
+  return text.find("timed out") != std::string::npos || text.find("Timed out") != std::string::npos ||
+         text.find("Timeout") != std::string::npos;
+}
+
+std::string messageOf(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const c10::Error& e) {
+    return e.what_without_backtrace();
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+WorkHCCL::WorkHCCL(Description description, runtime::Event done, std::vector<c10::intrusive_ptr<c10d::Work>> inner,
+                   std::vector<at::Tensor> outputs, std::function<void()> finish)
+    : c10d::Work(description.rank, description.opType),
+      description_(description),
+      done_(done),
+      inner_(std::move(inner)),
+      outputs_(std::move(outputs)),
+      finish_(std::move(finish)),
+      started_(std::chrono::steady_clock::now()) {
+  const c10::Device device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(description_.device));
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                    std::vector<c10::Device>{device});
+  // The completion chain holds no reference to this Work (a user may drop it).
+  auto complete = [future = future_, outputs = outputs_, finish = finish_, deviceIndex = description_.device,
+                   stream = description_.hcclStream](c10::ivalue::Future& all) {
+    if (all.hasError()) {
+      future->setError(all.exception_ptr());
+      return;
+    }
+    try {
+      if (finish) finish();
+      // The Future's completion event belongs on the HCCL stream.
+      const runtime::StreamId previous = backend::currentStream(deviceIndex);
+      backend::setCurrentStream(deviceIndex, stream);
+      future->markCompleted(c10::IValue(outputs));
+      backend::setCurrentStream(deviceIndex, previous);
+    } catch (...) {
+      if (!future->completed()) future->setError(std::current_exception());
+    }
+  };
+  c10::List<c10::intrusive_ptr<c10::ivalue::Future>> futures(c10::FutureType::create(c10::AnyType::get()));
+  for (const auto& work : inner_) futures.push_back(work->getFuture());
+  if (futures.empty()) {
+    auto none = c10::make_intrusive<c10::ivalue::Future>(c10::NoneType::get());
+    none->markCompleted(c10::IValue());
+    complete(*none);
+  } else {
+    c10::collectAll(futures)->addCallback(std::move(complete));
+  }
+}
+
+bool WorkHCCL::isCompleted() { return future_->completed(); }
+
+bool WorkHCCL::isSuccess() const { return future_->completed() && !future_->hasError(); }
+
+std::exception_ptr WorkHCCL::exception() const {
+  return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
+}
+
+std::vector<at::Tensor> WorkHCCL::result() { return outputs_; }
+
+int WorkHCCL::sourceRank() const {
+  // recvAnysource: the sender is known to Gloo's work once it completed.
+  TORCH_CHECK(inner_.size() == 1, "sourceRank() may only be called on a recv Work",
+              backend::errorSuffix(backend::ErrorModule::kDist, backend::ErrorKind::kInvalidParameter));
+  return inner_.front()->sourceRank();
+}
+
+std::string WorkHCCL::describe() const {
+  return c10::str("WorkHCCL(SeqNum=", description_.sequence, ", OpType=", c10d::opTypeToString(description_.opType),
+                  ", Timeout(ms)=", description_.timeout.count(), ")");
+}
+
+void WorkHCCL::throwAsHcclError(std::exception_ptr error, bool timedOut, std::chrono::milliseconds waited) const {
+  const std::string cause = messageOf(error);
+  if (timedOut || mentionsTimeout(cause)) {
+    C10_THROW_ERROR(DistBackendError,
+                    c10::str("[Rank ", description_.rank, "] Watchdog caught collective operation timeout: ",
+                             describe(), " ran for ", waited.count(),
+                             " milliseconds before timing out (HCCL_EXEC_TIMEOUT). A peer rank did not take part "
+                             "in the collective: it exited, hung, or issued a different collective. (Gloo: ",
+                             cause, ")",
+                             backend::errorSuffix(backend::ErrorModule::kDist, backend::ErrorKind::kTimeout)));
+  }
+  C10_THROW_ERROR(DistBackendError,
+                  c10::str("[Rank ", description_.rank, "] HCCL function error: ", describe(),
+                           " failed, error code is 9.\nHCCL_E_REMOTE: A call failed possibly due to a network error "
+                           "or a remote process exiting prematurely. (Gloo: ",
+                           cause, ")",
+                           backend::errorSuffix(backend::ErrorModule::kDist, backend::ErrorKind::kHcclCallFailed)));
+}
+
+bool WorkHCCL::wait(std::chrono::milliseconds timeout) {
+  const std::chrono::milliseconds limit = timeout == kNoTimeout ? description_.timeout : timeout;
+  for (const auto& work : inner_) {
+    try {
+      if (limit.count() > 0) {
+        work->wait(limit);
+      } else {
+        work->wait();
+      }
+    } catch (const c10::Error& e) {
+      const std::string text = e.what_without_backtrace();
+      // A child WorkHCCL already speaks HCCL.
+      if (text.find("ERR02") != std::string::npos || text.find("HCCL") != std::string::npos) throw;
+      throwAsHcclError(std::current_exception(), text.find("Operation timed out") != std::string::npos,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_));
+    } catch (...) {
+      throwAsHcclError(std::current_exception(), false,
+                       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_));
+    }
+  }
+  future_->wait();
+  if (future_->hasError()) {
+    throwAsHcclError(future_->exception_ptr(), false,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_));
+  }
+  synchronize();
+  if (description_.blockingWait) {
+    NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().timeline(description_.device).synchronizeEvent(done_));
+  }
+  return true;
+}
+
+void WorkHCCL::synchronize() {
+  NPUSIM_TRANSLATE_ERRORS(waitOnCurrentStream(description_.device, done_));
+}
+
+void WorkHCCL::blockCurrentStream() { synchronize(); }
+
+c10::intrusive_ptr<c10::ivalue::Future> WorkHCCL::getFuture() { return future_; }
+
+}  // namespace npusim::distributed
