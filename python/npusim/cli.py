@@ -9,6 +9,8 @@ Subcommands:
   and exit with the program's exit code.
   ``--from-cuda`` applies ``transfer_to_npu`` first (a CUDA program runs unchanged).
 - ``npusim devices``: list the simulated devices and their chip.
+- ``npusim migrate`` / ``npusim analyse``: offline CUDA-to-NPU migration and analysis
+  (:mod:`npusim.migration`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the simulated NPUs that this configuration gives, and the chip.",
     )
     devices.set_defaults(handler=_command_devices)
+
+    from npusim.migration.commands import add_subcommands as add_migration_subcommands
+
+    add_migration_subcommands(subcommands)
     return parser
 
 
