@@ -208,9 +208,8 @@ class ApiUsageVisitor(cst.CSTVisitor):
         positional = [arg.value for arg in node.args if arg.keyword is None]
         extension = _string_value(arguments.get("name", positional[0] if positional else cst.Name("_")))
         extension = extension or "<unnamed>"
-        line = self._lines(node)[0]
         if short == "CUDAExtension":
-            self.usage.cuda_ops.append(f"CUDAExtension {extension} (line {line})")
+            self.usage.cuda_ops.append(f"CUDAExtension {extension}")
         elif short == "load_inline":
             has_cuda = "cuda_sources" in arguments or len(positional) >= 3
             functions = arguments.get("functions")
@@ -222,11 +221,9 @@ class ApiUsageVisitor(cst.CSTVisitor):
             kind = "load_inline (CUDA sources)" if has_cuda else "load_inline"
             if names:
                 for function in names:
-                    self.usage.cuda_ops.append(f"{kind} {extension}.{function} (line {line})")
+                    self.usage.cuda_ops.append(f"{kind} {extension}.{function}")
             else:
-                self.usage.cuda_ops.append(f"{kind} {extension} (line {line})")
-            if not has_cuda:
-                return
+                self.usage.cuda_ops.append(f"{kind} {extension}")
         else:
             sources = arguments.get("sources", positional[1] if len(positional) > 1 else None)
             texts = []
@@ -234,14 +231,16 @@ class ApiUsageVisitor(cst.CSTVisitor):
                 texts = [_string_value(element.value) or "" for element in sources.elements]
             if not any(text.endswith((".cu", ".cuh")) for text in texts):
                 return
-            self.usage.cuda_ops.append(f"load {extension} (line {line})")
-        self._add(
-            self.usage.unsupported,
-            "unsupported",
-            node,
-            name,
-            self.data.unsupported.get(
-                "torch.utils.cpp_extension.CUDAExtension",
-                "a custom CUDA operator: port its kernels to Ascend C",
-            ),
-        )
+            self.usage.cuda_ops.append(f"load {extension} (CUDA sources)")
+            # CUDAExtension and load_inline are judged by name (unsupported data); load only
+            # when it compiles CUDA sources.
+            self._add(
+                self.usage.unsupported,
+                "unsupported",
+                node.func,
+                name,
+                self.data.unsupported.get(
+                    "torch.utils.cpp_extension.CUDAExtension",
+                    "a custom CUDA operator: port its kernels to Ascend C",
+                ),
+            )

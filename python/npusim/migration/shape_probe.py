@@ -78,8 +78,16 @@ def _tensors(value, name: str, found: list, depth: int = 0) -> None:
             _tensors(value[key], f"{name}[{key!r}]", found, depth + 1)
 
 
+_report_registered = False
+
+
 def record(path: str, line: int):
-    """Decorator for the function defined at ``path:line``."""
+    """Decorator for the function defined at ``path:line``; the first use arranges for the
+    report to be written at exit (importing this module alone writes nothing)."""
+    global _report_registered
+    if not _report_registered:
+        _report_registered = True
+        atexit.register(write_report)
 
     def decorate(function):
         qualname = function.__qualname__
@@ -152,5 +160,3 @@ def dynamic_functions() -> list[str]:
     with _lock:
         return [q for (_, _, q), e in _records.items() if e.inputs.dynamic() or e.outputs.dynamic()]
 
-
-atexit.register(write_report)
