@@ -59,7 +59,7 @@ def migrate_code(tmp_path: Path, code: str, name: str = "program.py", **options)
     from npusim.migration.reports import read_csv
 
     source = tmp_path / "src"
-    source.mkdir(exist_ok=True)
+    source.mkdir(parents=True, exist_ok=True)
     (source / name).write_text(code)
     result = migrate(str(source), str(tmp_path / "out"), **options)
     folder = Path(result.output)

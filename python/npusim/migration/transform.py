@@ -165,8 +165,8 @@ class MigrationTransformer(cst.CSTTransformer):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False  # the names inside an import are not expressions to migrate
 
-    def visit_Import(self, node: cst.Import) -> bool:
-        return True
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
+        return False  # leave_ImportAlias rewrites the whole dotted name
 
     # -- attributes and module names ---------------------------------------------------------
 
@@ -228,9 +228,9 @@ class MigrationTransformer(cst.CSTTransformer):
         return updated
 
     def _device_arguments(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        func = original.func
-        name = qualified_name(func, self.aliases)
-        short = func.attr.value if isinstance(func, cst.Attribute) else None
+        name = qualified_name(original.func, self.aliases)
+        # The short name after the function rules (".cuda(1)" is ".npu(1)" by now).
+        short = updated.func.attr.value if isinstance(updated.func, cst.Attribute) else None
         code_of = cst.Module(body=[]).code_for_node
         for rule in self.device_rules:
             target = rule["func"]
