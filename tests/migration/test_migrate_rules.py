@@ -351,3 +351,21 @@ def test_bad_input(tmp_path):
     wrong_line = run([sys.executable, "-m", "npusim", "migrate", str(source), "-o", str(tmp_path / "o2"), "-v", "2.1"],
                      tmp_path)
     assert wrong_line.returncode == 2 and "no migration data for the torch_npu 2.1 line" in wrong_line.stderr
+
+
+def test_many_files_take_the_parallel_path(tmp_path):
+    from npusim.migration import migrate
+    from npusim.migration.migrate import PARALLEL_THRESHOLD
+
+    source = tmp_path / "many"
+    source.mkdir()
+    for index in range(PARALLEL_THRESHOLD + 4):
+        (source / f"m{index:02d}.py").write_text(f'import torch\nx = torch.ones({index}, device="cuda")\n')
+    (source / "plain.py").write_text("value = 1\n")
+    result = migrate(str(source), str(tmp_path / "out"))
+    assert [f.path for f in result.files] == sorted(p.name for p in source.iterdir())
+    assert len(result.changed_files) == PARALLEL_THRESHOLD + 4
+    assert (tmp_path / "out" / "many_msft" / "m07.py").read_text() == (
+        'import torch\nimport torch_npu\nx = torch.ones(7, device="npu")\n'
+    )
+    assert (tmp_path / "out" / "many_msft" / "plain.py").read_text() == "value = 1\n"

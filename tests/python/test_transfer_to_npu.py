@@ -333,7 +333,7 @@ print(False,
       not hasattr(dist, "ProcessGroupHCCL") or dist.ProcessGroupNCCL is dist.ProcessGroupHCCL)
 event = torch.Event(device="cuda")
 print(event.device.type, isinstance(event, torch.Event))
-print(torch.fft.fftfreq(4, device="cuda").device, torch.UntypedStorage(4, device="cuda").device)
+print(torch.fft.fftfreq(4, device="cuda").device, torch.UntypedStorage(4, device="cuda").device.type)
 print(torch.empty(2, device="cpu").new_full((1,), 1.0, device="cuda:1").device)
 print(torch.cuda.memory_stats("cuda:0")["allocated_bytes.all.current"] >= 0, torch.cuda.current_stream("cuda:0").device)
 print(torch.tensor([1.0], device="cuda").pin_memory("cuda").is_pinned() if False else "ok")
@@ -367,6 +367,28 @@ print(inductor_utils.get_gpu_type())
 def test_triton_inductor_and_device_type_answers(run_transferred):
     lines = run_transferred(_TEST_FORCED_ANSWERS)
     assert lines[:2] == ["False npu", "npu"]
+
+
+_TEST_PATCHED_ON_IMPORT = section(
+    """
+mark = "__npusim_transfer_original__"
+import torch.distributed.device_mesh as device_mesh
+import torch.distributed.fsdp as fsdp
+import torch.utils.cpp_extension as cpp_extension
+print(hasattr(device_mesh.DeviceMesh.__init__, mark), hasattr(device_mesh.init_device_mesh, mark),
+      hasattr(fsdp.FullyShardedDataParallel.__init__, mark), hasattr(cpp_extension.include_paths, mark),
+      hasattr(torch.nn.parallel.DistributedDataParallel.__init__, mark))
+print(cpp_extension.include_paths("cuda") == cpp_extension.include_paths("npu"))
+memory = torch.npu.memory
+print(all(getattr(torch.cuda.memory, name) is getattr(memory, name)
+          for name in ("_record_memory_history", "_snapshot", "_dump_snapshot") if hasattr(memory, name)))
+"""
+)
+
+
+def test_modules_patched_when_the_program_imports_them(run_transferred):
+    lines = run_transferred(_TEST_PATCHED_ON_IMPORT)
+    assert lines[:3] == ["True True True True True", "True", "True"]
 
 
 def test_third_party_functions_see_the_real_cuda_availability(autoload_folder, tmp_path):

@@ -61,7 +61,18 @@ def add_subcommands(subcommands) -> None:
     analyse.set_defaults(handler=_command_analyse)
 
 
+def _libcst_missing(command: str) -> bool:
+    try:
+        import libcst  # noqa: F401
+    except ImportError:
+        print(f"npusim {command}: needs LibCST (pip install libcst, or pip install npusim[migrate])", file=sys.stderr)
+        return True
+    return False
+
+
 def _command_migrate(args: argparse.Namespace) -> int:
+    if _libcst_missing("migrate"):
+        return 2
     from npusim.migration.migrate import MigrationError, migrate
     from npusim.migration.support_data import SupportDataError
 
@@ -93,6 +104,8 @@ def _command_migrate(args: argparse.Namespace) -> int:
 
 
 def _command_analyse(args: argparse.Namespace) -> int:
+    if _libcst_missing("analyse"):
+        return 2
     from npusim.migration.analyse import analyse
     from npusim.migration.migrate import MigrationError
     from npusim.migration.support_data import SupportDataError

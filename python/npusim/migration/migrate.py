@@ -7,6 +7,8 @@ is copied byte for byte. The reports name files by their path relative to SRC.
 
 from __future__ import annotations
 
+import concurrent.futures
+import multiprocessing
 import os
 import shutil
 import stat
@@ -116,37 +118,19 @@ def migrate(
     os.makedirs(target)
     logger = reports.open_log(target)
     logger.info("npusim migrate %s -> %s (torch_npu %s line)", source, target, release_line)
-    results = []
+    jobs = []
+    for full, relative in source_files(source):
+        destination = os.path.join(target, relative)
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        options = Options(
+            specify_device=specify_device,
+            distributed_entry=entry is not None and os.path.normpath(relative) == entry,
+            model_variable=model_variable,
+        )
+        jobs.append((full, relative, destination, options, release_line))
     try:
-        for full, relative in source_files(source):
-            destination = os.path.join(target, relative)
-            os.makedirs(os.path.dirname(destination), exist_ok=True)
-            result = FileResult(relative)
-            results.append(result)
-            if relative.endswith(".py"):
-                text = _read_text(full)
-                options = Options(
-                    specify_device=specify_device,
-                    distributed_entry=entry is not None and os.path.normpath(relative) == entry,
-                    model_variable=model_variable,
-                )
-                if text is not None:
-                    try:
-                        result.usage, code, result.changes = analyse_python(text, data, options)
-                    except cst.ParserSyntaxError as error:
-                        result.error = f"not migrated, cannot parse: {str(error).splitlines()[0]}"
-                        code = None
-                    if code is not None and result.changes and code != text:
-                        with open(destination, "w", encoding="utf-8", newline="") as file:
-                            file.write(code)
-                        shutil.copymode(full, destination)
-                        _log_file(logger, result)
-                        continue
-            elif relative.endswith(cuda_ops.SOURCE_SUFFIXES):
-                text = _read_text(full)
-                if text is not None:
-                    result.cuda_ops = cuda_ops.scan(text, os.path.splitext(relative)[1])
-            shutil.copy2(full, destination)
+        results = _run_jobs(jobs)
+        for result in results:
             _log_file(logger, result)
         if entry is not None:
             _write_run_script(target, entry)
@@ -161,6 +145,53 @@ def migrate(
     finally:
         reports.close_log(logger)
     return MigrationResult(target, results)
+
+
+# Text that any rule needs in a file (strings, torch.cuda, .cuda(), is_cuda, NCCL names,
+# ProfilerActivity.CUDA / CUDAGraph, the profiler): a file without it only needs its report.
+RULE_TRIGGERS = ("cuda", "CUDA", "nccl", "NCCL", "profiler")
+# Below this many Python files one process is faster than starting workers.
+PARALLEL_THRESHOLD = 16
+
+
+def _migrate_file(job) -> FileResult:
+    """Migrate or copy one file (a worker of :func:`migrate`)."""
+    full, relative, destination, options, release_line = job
+    result = FileResult(relative)
+    if relative.endswith(".py"):
+        text = _read_text(full)
+        if text is not None:
+            data = support_data.load(release_line)
+            needs_rules = options.specify_device or options.distributed_entry or any(t in text for t in RULE_TRIGGERS)
+            try:
+                result.usage, code, result.changes = analyse_python(text, data, options if needs_rules else None)
+            except cst.ParserSyntaxError as error:
+                result.error = f"not migrated, cannot parse: {str(error).splitlines()[0]}"
+                code = None
+            if code is not None and result.changes and code != text:
+                with open(destination, "w", encoding="utf-8", newline="") as file:
+                    file.write(code)
+                shutil.copymode(full, destination)
+                return result
+            result.changes = []
+    elif relative.endswith(cuda_ops.SOURCE_SUFFIXES):
+        text = _read_text(full)
+        if text is not None:
+            result.cuda_ops = cuda_ops.scan(text, os.path.splitext(relative)[1])
+    shutil.copy2(full, destination)
+    return result
+
+
+def _run_jobs(jobs: list) -> list[FileResult]:
+    """Files in parallel over the CPUs when there are many (forked workers share the loaded
+    torch and data), in order of ``jobs``."""
+    python_files = sum(1 for job in jobs if job[1].endswith(".py"))
+    workers = min(os.cpu_count() or 1, 8)
+    if python_files < PARALLEL_THRESHOLD or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [_migrate_file(job) for job in jobs]
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return list(pool.map(_migrate_file, jobs, chunksize=max(1, len(jobs) // (workers * 4))))
 
 
 def _log_file(logger, result: FileResult) -> None:
