@@ -49,7 +49,6 @@ import importlib
 import importlib.abc
 import importlib.metadata
 import importlib.util
-import itertools
 import json
 import logging
 import os
@@ -365,67 +364,14 @@ def _patch_cpp_extension(module: types.ModuleType) -> None:
 # nn.DataParallel
 
 
-def _data_parallel_not_supported() -> RuntimeError:
-    from npusim._error_code import ErrCode, pta_error
-
-    return RuntimeError(
-        "DataParallel over more than one NPU is not supported: torch_npu has no multi-device "
-        "DataParallel (its replicate, scatter and gather use CUDA-only collectives). Use "
-        "DistributedDataParallel with the hccl backend, or DataParallel(module, device_ids=[0]) for "
-        "one device." + pta_error(ErrCode.NOT_SUPPORT)
-    )
-
-
-def _move_to_device(value: Any, device: torch.device) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return type(value)(*(_move_to_device(item, device) for item in value))
-    if isinstance(value, (list, tuple)):
-        return type(value)(_move_to_device(item, device) for item in value)
-    if isinstance(value, dict):
-        return type(value)((key, _move_to_device(item, device)) for key, item in value.items())
-    return value
-
-
 def _patch_data_parallel() -> None:
-    # (``torch.nn.parallel.data_parallel`` as an attribute is the function of that name.)
-    data_parallel = importlib.import_module("torch.nn.parallel.data_parallel")
-    # The module imported its own reference to the helper before it was patched.
-    data_parallel._get_available_device_type = _available_device_type
-    parallel_class = data_parallel.DataParallel
-    forward = parallel_class.forward
-    if getattr(forward, _WRAPPED_MARK, None) is not None:
-        return
+    from npusim import _data_parallel
 
-    @functools.wraps(forward)
-    def single_device_forward(self, *inputs, **kwargs):
-        device_ids = getattr(self, "device_ids", ())
-        if not device_ids or self.src_device_obj.type != "npu":
-            return forward(self, *inputs, **kwargs)
-        if len(device_ids) > 1:
-            raise _data_parallel_not_supported()
-        # Scattering to one device is a move to it; PyTorch's scatter needs CUDA's collectives.
-        for parameter in itertools.chain(self.module.parameters(), self.module.buffers()):
-            if parameter.device != self.src_device_obj:
-                return forward(self, *inputs, **kwargs)  # PyTorch's own error for this case
-        with torch.autograd.profiler.record_function("DataParallel.forward"):
-            inputs, kwargs = _move_to_device((inputs, kwargs), self.src_device_obj)
-            return self.module(*inputs, **kwargs)
-
-    setattr(single_device_forward, _WRAPPED_MARK, forward)
-    parallel_class.forward = single_device_forward
-    function = data_parallel.data_parallel
-
-    @functools.wraps(function)
-    def single_device_function(module, inputs, device_ids=None, output_device=None, dim=0, module_kwargs=None):
-        ids = device_ids if device_ids is not None else list(range(torch.npu.device_count()))
-        if len(ids) > 1:
-            raise _data_parallel_not_supported()
-        return function(module, inputs, device_ids, output_device, dim, module_kwargs)
-
-    data_parallel.data_parallel = single_device_function
-    torch.nn.parallel.data_parallel = single_device_function
+    # The module imported its own reference to the helper before it was patched, so it still
+    # answers "cuda" (torch.cuda.is_available() is True now); single-device runs and the clear
+    # multi-device error come from npusim._data_parallel (installed when npusim loads).
+    _data_parallel.install()
+    importlib.import_module("torch.nn.parallel.data_parallel")._get_available_device_type = _available_device_type
 
 
 # ---------------------------------------------------------------------------------------------
