@@ -475,3 +475,20 @@ print(torch.Tensor.to is before, torch.ones(1).to("cuda").device)
 def test_applying_twice_is_harmless(run_transferred):
     lines = run_transferred(_TEST_APPLYING_TWICE_IS_HARMLESS)
     assert lines[0] == "True npu:0"
+
+
+def test_banner_only_on_rank_zero(autoload_folder):
+    code = """
+import warnings
+import torch, torch_npu
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from torch_npu.contrib import transfer_to_npu
+print(sum(issubclass(w.category, ImportWarning) for w in caught))
+"""
+    counts = []
+    for rank in ("1", "0"):
+        result = run_python(code, {"RANK": rank}, autoload_folder=autoload_folder)
+        assert result.returncode == 0, result.stderr
+        counts.append(result.stdout.strip())
+    assert counts == ["0", "1"]
