@@ -55,6 +55,7 @@ def test_module_name_rule_follows_import_aliases(tmp_path):
             import torch.cuda.amp as amp
             from torch.cuda.amp import GradScaler
             from numba import cuda
+            from torch import cuda as tc
             th.cuda.synchronize()
             scaler = GradScaler()
             kernel = cuda.jit(lambda: None)
@@ -64,11 +65,13 @@ def test_module_name_rule_follows_import_aliases(tmp_path):
     assert "import torch.npu.amp as amp" in code
     assert "from torch.npu.amp import GradScaler" in code
     assert "th.npu.synchronize()" in code
+    assert "from torch import npu as tc" in code
     assert "from numba import cuda" in code and "cuda.jit(" in code  # not torch.cuda
     assert [c for c in changes_of(rows) if c[2] == "change module cuda to npu"] == [
         (2, "MODIFY", "change module cuda to npu"),
         (3, "MODIFY", "change module cuda to npu"),
         (5, "MODIFY", "change module cuda to npu"),
+        (6, "MODIFY", "change module cuda to npu"),
     ]
 
 

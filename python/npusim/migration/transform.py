@@ -149,11 +149,22 @@ class MigrationTransformer(cst.CSTTransformer):
     def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
         if original_node.relative or original_node.module is None:
             return updated_node
-        migrated = self._migrated_module_name(dotted_name(original_node.module))
-        if migrated is None:
+        module = dotted_name(original_node.module)
+        migrated = self._migrated_module_name(module)
+        if migrated is not None:
+            self._record(original_node, "MODIFY", "change module cuda to npu")
+            return updated_node.with_changes(module=cst.parse_expression(migrated))
+        if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
-        self._record(original_node, "MODIFY", "change module cuda to npu")
-        return updated_node.with_changes(module=cst.parse_expression(migrated))
+        # `from torch import cuda`: import the npu module under the name the code uses.
+        names = list(updated_node.names)
+        for index, alias in enumerate(names):
+            for rule in self.module_rules:
+                if module == rule["parent_module"] and dotted_name(alias.name) == rule["old"]:
+                    asname = alias.asname or cst.AsName(name=cst.Name(rule["old"]))
+                    names[index] = alias.with_changes(name=cst.Name(rule["new"]), asname=asname)
+                    self._record(original_node, "MODIFY", f"change module {rule['old']} to {rule['new']}")
+        return updated_node.with_changes(names=names)
 
     def leave_ImportAlias(self, original_node: cst.ImportAlias, updated_node: cst.ImportAlias) -> cst.ImportAlias:
         migrated = self._migrated_module_name(dotted_name(original_node.name))
