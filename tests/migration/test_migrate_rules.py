@@ -227,9 +227,12 @@ def test_distributed_entry_and_launch_script(tmp_path):
         "broadcast_buffers=False)\n" in main
     )
     assert open(os.path.join(result.output, "model.py")).read() == (source / "model.py").read_text()
+    again = migrate(result.output, str(tmp_path / "again"), distributed_entry="main.py", model_variable="net")
+    assert again.changed_files == []
     script = os.path.join(result.output, "run_distributed_npu.sh")
     assert os.stat(script).st_mode & stat.S_IXUSR
     text = open(script).read()
+    assert subprocess.run(["bash", "-n", script]).returncode == 0
     assert "main.py" in text and "RANK_ID=$rank" in text and "NPU_CALCULATE_DEVICE=$((FIRST_DEVICE + rank))" in text
     import torch.distributed as dist
 
