@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from migration_helpers import run
 
 
 def write(folder: Path, files: dict[str, str]) -> Path:
@@ -134,9 +132,9 @@ def test_dynamic_shape_runs_the_program_on_npusim(tmp_path):
 
         main()
         """})
-    result = run([sys.executable, "-m", "npusim", "analyse", str(source), "-o", str(tmp_path / "out"),
-                  "-m", "dynamic_shape", "--run", "main.py"], tmp_path)
-    assert result.returncode == 0, result.stderr
+    from npusim.cli import main
+
+    assert main(["analyse", str(source), "-o", str(tmp_path / "out"), "-m", "dynamic_shape", "--run", "main.py"]) == 0
     folder = tmp_path / "out" / "prog_analysis"
     rows = read(folder / "msft_dynamic_shape_analysis_report.csv")
     assert rows[0] == ["Function Name", "File Path", "Line Number", "Call Stack", "Input Shape Range",
@@ -146,7 +144,9 @@ def test_dynamic_shape_runs_the_program_on_npusim(tmp_path):
     assert "dynamic shapes in: encode" in (folder / "msFmkTranspltlog.txt").read_text()
 
 
-def test_unknown_mode_is_refused(tmp_path):
-    result = run([sys.executable, "-m", "npusim", "analyse", str(tmp_path), "-o", str(tmp_path / "o"), "-m", "bogus"],
-                 tmp_path)
-    assert result.returncode == 2 and "invalid choice: 'bogus'" in result.stderr
+def test_unknown_mode_is_refused(tmp_path, capsys):
+    from npusim.cli import main
+
+    with pytest.raises(SystemExit) as exit:
+        main(["analyse", str(tmp_path), "-o", str(tmp_path / "o"), "-m", "bogus"])
+    assert exit.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err

@@ -7,7 +7,6 @@ only where the hccl backend is available."""
 from __future__ import annotations
 
 import filecmp
-import os
 import shutil
 import sys
 from pathlib import Path

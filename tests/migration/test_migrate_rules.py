@@ -335,7 +335,7 @@ def test_log_rotation_settings(tmp_path):
     reports.close_log(logger)
 
 
-def test_bad_input(tmp_path):
+def test_bad_input(tmp_path, capsys):
     from npusim.migration import migrate
     from npusim.migration.migrate import MigrationError
 
@@ -349,14 +349,14 @@ def test_bad_input(tmp_path):
         migrate(str(tmp_path / "missing"), str(tmp_path / "out"))
     with pytest.raises(MigrationError, match="entry file"):
         migrate(str(source), str(tmp_path / "out"), distributed_entry="nope.py", model_variable="m")
-    result = run([sys.executable, "-m", "npusim", "migrate", str(source), "-o", str(tmp_path / "out")], tmp_path)
-    assert result.returncode == 1
-    assert "broken.py: not migrated, cannot parse" in result.stderr
+    from npusim.cli import main
+
+    assert main(["migrate", str(source), "-o", str(tmp_path / "out")]) == 1
+    assert "broken.py: not migrated, cannot parse" in capsys.readouterr().err
     assert (tmp_path / "out" / "src_msft" / "broken.py").read_text() == 'd = "cuda"\ndef (:\n'
     assert 'd = "npu"' in (tmp_path / "out" / "src_msft" / "ok.py").read_text()
-    wrong_line = run([sys.executable, "-m", "npusim", "migrate", str(source), "-o", str(tmp_path / "o2"), "-v", "2.1"],
-                     tmp_path)
-    assert wrong_line.returncode == 2 and "no migration data for the torch_npu 2.1 line" in wrong_line.stderr
+    assert main(["migrate", str(source), "-o", str(tmp_path / "o2"), "-v", "2.1"]) == 2
+    assert "no migration data for the torch_npu 2.1 line" in capsys.readouterr().err
 
 
 def test_many_files_take_the_parallel_path(tmp_path):

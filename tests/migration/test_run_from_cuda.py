@@ -16,5 +16,3 @@ def test_run_from_cuda(tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[:3] == ["npu:0", "True", "True"]
     assert "Ascend" in result.stdout
-    without = run([sys.executable, "-m", "npusim", "run", "--no-summary", str(script)], tmp_path)
-    assert without.returncode == 1  # a plain run is CUDA on a machine without CUDA

@@ -11,12 +11,18 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from npusim.migration import support_data
-from npusim.migration.names import dotted_name, qualified_name
+from npusim.migration.names import qualified_name
 
 # Names judged by the torch_npu side of the data, never "unknown" to PyTorch.
 _NPU_NAMESPACES = ("torch.npu", "torch_npu")
 
 UNKNOWN_TIP = "not found in PyTorch {torch} nor in the torch_npu {line} support data: check it by hand"
+NO_NPU_COUNTERPART_TIP = (
+    "torch.npu.{name} is not in the public torch.npu API of torch_npu {line}: check that the migrated name exists, "
+    "or remove it / use an NPU alternative"
+)
+# torch.cuda names that the migration renames to an existing torch.npu name.
+_RENAMED_CUDA_NAMES = {"CUDAGraph"}
 NCCL_COMPARISON_TIP = (
     'compares a backend name with "nccl": under transfer_to_npu the backend is "hccl" and the comparison is '
     'false; the offline migration rewrites the literal to "hccl", check that the branch is still the intended one'
@@ -104,6 +110,11 @@ class ApiUsageVisitor(cst.CSTVisitor):
         data = self.data
         if name in data.unsupported:
             self._add(self.usage.unsupported, "unsupported", node, name, data.unsupported[name])
+        elif name.startswith("torch.cuda."):
+            first = name.split(".")[2]
+            if first not in data.npu_names and first not in _RENAMED_CUDA_NAMES and support_data.api_exists(name):
+                tip = NO_NPU_COUNTERPART_TIP.format(line=data.release_line, name=first)
+                self._add(self.usage.unsupported, "unsupported", node, f"torch.cuda.{first}", tip)
         if name in data.precision:
             self._add(self.usage.precision, "precision", node, name, data.precision[name])
         if name in data.performance:

@@ -51,6 +51,7 @@ class SupportData:
     affinity_calls: dict[str, list[str]]
     affinity_patterns: dict[str, list[str]]
     module_operators: dict[str, list[str]]
+    npu_names: frozenset[str]
     placement: dict[str, list[PlacementRule]] = field(default_factory=dict)
 
     def placement_rules(self, name: str) -> list[PlacementRule]:
@@ -89,6 +90,8 @@ def load(release_line: str = "2.13") -> SupportData:
     unsupported = _load_json(os.path.join(folder, f"unsupported_api-{release_line}.json")).get("apis", {})
     advice = _load_json(os.path.join(folder, f"precision_performance_advice-{release_line}.json"))
     affinity = _load_json(os.path.join(folder, f"affinity_apis-{release_line}.json"))
+    npu_api = _load_json(os.path.join(folder, f"torch_npu_npu_api-{release_line}.json"))
+    npu_names = frozenset(npu_api.get("names", [])) | frozenset(npu_api.get("submodules_and_attributes", []))
     placement = _load_placement(os.path.join(DATA_DIRECTORY, "placement", f"torch_npu-{release_line}.tsv"))
     return SupportData(
         release_line=release_line,
@@ -99,6 +102,7 @@ def load(release_line: str = "2.13") -> SupportData:
         affinity_calls=dict(affinity.get("calls", {})),
         affinity_patterns=dict(affinity.get("function_patterns", {})),
         module_operators=dict(affinity.get("module_api_map", {})),
+        npu_names=npu_names,
         placement=placement,
     )
 
