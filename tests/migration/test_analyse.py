@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 
-
 def write(folder: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         path = folder / name

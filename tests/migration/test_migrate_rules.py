@@ -337,7 +337,7 @@ def test_log_rotation_settings(tmp_path):
 
 def test_bad_input(tmp_path, capsys):
     from npusim.migration import migrate
-    from npusim.migration.migrate import MigrationError
+    from npusim.migration.migrator import MigrationError
 
     source = tmp_path / "src"
     source.mkdir()
@@ -361,7 +361,7 @@ def test_bad_input(tmp_path, capsys):
 
 def test_many_files_take_the_parallel_path(tmp_path):
     from npusim.migration import migrate
-    from npusim.migration.migrate import PARALLEL_THRESHOLD
+    from npusim.migration.migrator import PARALLEL_THRESHOLD
 
     source = tmp_path / "many"
     source.mkdir()

@@ -7,10 +7,21 @@
   ``cuda_op_list.csv`` and the log ``msFmkTranspltlog.txt``.
 - :func:`analyse` writes the reports of one analysis mode into ``<out>/<name>_analysis/``.
 
-The command line is ``npusim migrate`` / ``npusim analyse`` (:mod:`npusim.migration.commands`).
+The command line is ``npusim migrate`` / ``npusim analyse`` (:mod:`npusim.migration.commands`; the work is in :mod:`~npusim.migration.migrator` and :mod:`~npusim.migration.analysis`).
 """
 
-from npusim.migration.analyse import analyse
-from npusim.migration.migrate import migrate
-
 __all__ = ["migrate", "analyse"]
+
+
+def __getattr__(name: str):
+    # Loaded on first use: the `npusim` command builds its parser from this package, and
+    # `npusim run` must not pay for (or need) LibCST.
+    if name == "migrate":
+        from npusim.migration.migrator import migrate
+
+        return migrate
+    if name == "analyse":
+        from npusim.migration.analysis import analyse
+
+        return analyse
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -73,7 +73,7 @@ def _libcst_missing(command: str) -> bool:
 def _command_migrate(args: argparse.Namespace) -> int:
     if _libcst_missing("migrate"):
         return 2
-    from npusim.migration.migrate import MigrationError, migrate
+    from npusim.migration.migrator import MigrationError, migrate
     from npusim.migration.support_data import SupportDataError
 
     distributed = args.mode == "distributed"
@@ -106,8 +106,8 @@ def _command_migrate(args: argparse.Namespace) -> int:
 def _command_analyse(args: argparse.Namespace) -> int:
     if _libcst_missing("analyse"):
         return 2
-    from npusim.migration.analyse import analyse
-    from npusim.migration.migrate import MigrationError
+    from npusim.migration.analysis import analyse
+    from npusim.migration.migrator import MigrationError
     from npusim.migration.support_data import SupportDataError
 
     try:

@@ -21,7 +21,7 @@ import sys
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from npusim.migration.migrate import MigrationError, source_files
+from npusim.migration.migrator import MigrationError, source_files
 from npusim.migration.shape_probe import REPORT_NAME, REPORT_VARIABLE
 
 PROBE_MODULE = "_npusim_shape_probe"

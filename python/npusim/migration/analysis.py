@@ -22,7 +22,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from npusim.migration import cuda_ops, reports, support_data
-from npusim.migration.migrate import (
+from npusim.migration.migrator import (
     FileResult,
     MigrationError,
     _read_text,
