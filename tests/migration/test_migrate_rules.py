@@ -359,9 +359,12 @@ def test_bad_input(tmp_path, capsys):
     assert "no migration data for the torch_npu 2.1 line" in capsys.readouterr().err
 
 
-def test_many_files_take_the_parallel_path(tmp_path):
-    from npusim.migration import migrate
+def test_many_files_take_the_parallel_path(tmp_path, monkeypatch):
+    from npusim.migration import migrate, migrator
     from npusim.migration.migrator import PARALLEL_THRESHOLD
+
+    monkeypatch.setattr(migrator, "MIN_PARALLEL_CPUS", 2)
+    monkeypatch.setattr(migrator.os, "cpu_count", lambda: 2)
 
     source = tmp_path / "many"
     source.mkdir()

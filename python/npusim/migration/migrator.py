@@ -150,8 +150,10 @@ def migrate(
 # Text that any rule needs in a file (strings, torch.cuda, .cuda(), is_cuda, NCCL names,
 # ProfilerActivity.CUDA / CUDAGraph, the profiler): a file without it only needs its report.
 RULE_TRIGGERS = ("cuda", "CUDA", "nccl", "NCCL", "profiler")
-# Below this many Python files one process is faster than starting workers.
+# Below this many Python files, or with fewer CPUs (measured: on 2 busy CPUs the workers cost
+# more than they save), one process is faster.
 PARALLEL_THRESHOLD = 16
+MIN_PARALLEL_CPUS = 4
 
 
 def _migrate_file(job) -> FileResult:
@@ -187,7 +189,11 @@ def _run_jobs(jobs: list) -> list[FileResult]:
     torch and data), in order of ``jobs``."""
     python_files = sum(1 for job in jobs if job[1].endswith(".py"))
     workers = min(os.cpu_count() or 1, 8)
-    if python_files < PARALLEL_THRESHOLD or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if (
+        python_files < PARALLEL_THRESHOLD
+        or workers < max(2, MIN_PARALLEL_CPUS)
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
         return [_migrate_file(job) for job in jobs]
     context = multiprocessing.get_context("fork")
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:

@@ -54,9 +54,34 @@ class ImportAliases(cst.CSTVisitor):
         return False
 
 
+def _statements(body):
+    """Every statement of a body, nested blocks included (expressions are not entered: imports
+    are statements, and walking only statements is several times faster than a full visit)."""
+    for statement in body:
+        yield statement
+        for child in (getattr(statement, "body", None), getattr(statement, "orelse", None),
+                      getattr(statement, "finalbody", None)):
+            if isinstance(child, cst.BaseSuite):
+                inner = child.body
+                if isinstance(inner, (list, tuple)):
+                    yield from _statements(inner)
+            elif isinstance(child, (cst.Else, cst.If, cst.Finally)):
+                yield from _statements([child])
+        for handler in getattr(statement, "handlers", ()) or ():
+            yield from _statements([handler])
+        for case in getattr(statement, "cases", ()) or ():
+            yield from _statements([case])
+
+
 def collect_aliases(module: cst.Module) -> ImportAliases:
     collector = ImportAliases()
-    module.visit(collector)
+    for statement in _statements(module.body):
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Import):
+                    collector.visit_Import(small)
+                elif isinstance(small, cst.ImportFrom):
+                    collector.visit_ImportFrom(small)
     return collector
 
 
