@@ -30,8 +30,9 @@ def main(steps: int = 5):
         print(f"step {step}: loss {loss.item():.4f}")
     if torch.cuda.is_available():
         print(f"peak memory: {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB on {torch.cuda.get_device_name()}")
-    torch.save(model.state_dict(), os.path.join(os.path.dirname(os.path.abspath(__file__)), "classifier.pt"))
-    state = torch.load("classifier.pt", map_location="cuda:0" if torch.cuda.is_available() else "cpu")
+    path = os.path.join(os.environ.get("CHECKPOINT_DIR", "."), "classifier.pt")
+    torch.save(model.state_dict(), path)
+    state = torch.load(path, map_location="cuda:0" if torch.cuda.is_available() else "cpu")
     model.load_state_dict(state)
 
 
