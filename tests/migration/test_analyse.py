@@ -149,3 +149,23 @@ def test_unknown_mode_is_refused(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit:
         main(["analyse", str(tmp_path), "-o", str(tmp_path / "o"), "-m", "bogus"])
     assert exit.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
+
+
+def test_dynamic_shape_without_run_instruments_only(tmp_path):
+    from npusim.migration import analyse
+
+    source = write(tmp_path / "one", {"lib.py": """\
+        class Model:
+            @staticmethod
+            def step(x):
+                return x
+        """})
+    folder = Path(analyse(str(source), str(tmp_path / "out"), "dynamic_shape"))
+    assert folder == tmp_path / "out" / "one_analysis"
+    # The report is written by the instrumented program when it runs.
+    assert not (folder / "msft_dynamic_shape_analysis_report.csv").exists()
+    code = (folder / "instrumented" / "lib.py").read_text()
+    assert code.startswith("from npusim.migration import shape_probe as _npusim_shape_probe\n")
+    # Innermost decorator, under staticmethod.
+    assert "    @staticmethod\n    @_npusim_shape_probe.record('lib.py', 3)\n    def step(x):" in code
+    assert "NPUSIM_DYNAMIC_SHAPE_REPORT=" in (folder / "msFmkTranspltlog.txt").read_text()
