@@ -121,7 +121,7 @@ def test_distributed_program(migrated, tmp_path):
     if not (dist.is_available() and dist.is_backend_available("hccl")):
         pytest.skip("the hccl backend is not built in this tree (csrc/distributed): the migrated DDP program is "
                     "checked as source and reports only")
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=0"]
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     original = run(launcher + [str(CORPUS / "ddp_nccl" / "train.py")], tmp_path, timeout=180)
     assert original.returncode == 0, original.stderr
     on_npu = run(
