@@ -1,4 +1,4 @@
-"""Runs the four npusim Python benchmarks one after another and collects their TARGET lines.
+"""Runs the npusim Python benchmarks one after another and collects their TARGET lines.
 
 Each benchmark runs in its own process (as `python bench/<name>.py`), so that one's imports,
 allocator caches and threads cannot affect another. ``--quick`` is forwarded to each.
@@ -21,6 +21,7 @@ BENCHMARKS = (
     "bench_training_step.py",
     "bench_peak_memory.py",
     "bench_import_time.py",
+    "bench_migrate.py",
 )
 
 

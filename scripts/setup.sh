@@ -23,7 +23,7 @@ if ! "$PYTHON" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] !
 fi
 "$PYTHON" -c "import skbuild_core" 2>/dev/null || "$PYTHON" -c "import scikit_build_core" 2>/dev/null \
   || "$PYTHON" -m pip install -q "scikit-build-core>=0.10"
-for module in pytest expecttest numpy; do
+for module in pytest expecttest numpy libcst; do
   "$PYTHON" -c "import $module" 2>/dev/null || "$PYTHON" -m pip install -q "$module"
 done
 # Optional: transformers' NPU flash-attention path runs in tests/ops (skipped without it).

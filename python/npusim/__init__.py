@@ -167,6 +167,9 @@ from npusim import npu  # noqa: E402  (torch.npu)
 from npusim.estimate import estimate, is_estimate_only  # noqa: E402
 from npusim.performance import performance_report, reset_performance_report  # noqa: E402
 from npusim.placement import placement_report, reset_placement_report  # noqa: E402
+from npusim import _data_parallel  # noqa: E402
 from npusim import _transfer_to_npu  # noqa: E402
+
+_data_parallel.install()
 
 _transfer_to_npu.apply_from_environment()

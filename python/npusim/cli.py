@@ -7,7 +7,10 @@ Subcommands:
   simulated NPU registered and ``import torch_npu`` served by npusim; then print a short
   summary to stderr (devices used, operators run, device memory peaks, simulated device time)
   and exit with the program's exit code.
+  ``--from-cuda`` applies ``transfer_to_npu`` first (a CUDA program runs unchanged).
 - ``npusim devices``: list the simulated devices and their chip.
+- ``npusim migrate`` / ``npusim analyse``: offline CUDA-to-NPU migration and analysis
+  (:mod:`npusim.migration`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--steps", type=int, default=None, metavar="N", help="the program runs N training steps: report time per step"
     )
+    run.add_argument(
+        "--from-cuda",
+        action="store_true",
+        help="apply torch_npu's transfer_to_npu first, so a CUDA program runs on npu unchanged",
+    )
     run.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script (like python -m)")
     run.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python program")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its arguments")
@@ -51,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the simulated NPUs that this configuration gives, and the chip.",
     )
     devices.set_defaults(handler=_command_devices)
+
+    from npusim.migration.commands import add_subcommands as add_migration_subcommands
+
+    add_migration_subcommands(subcommands)
     return parser
 
 
@@ -142,6 +154,11 @@ def _command_run(args: argparse.Namespace) -> int:
         return 2
     import npusim  # noqa: F401  (registers npu, serves torch_npu)
     from npusim import _C
+
+    if args.from_cuda:
+        from npusim import _transfer_to_npu
+
+        _transfer_to_npu.apply()
 
     try:
         _C._reset_operator_counts()
