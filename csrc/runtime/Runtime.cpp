@@ -172,7 +172,12 @@ CachingAllocator& Runtime::allocator(int index) { return device(index).allocator
 DeviceTimeline& Runtime::timeline(int index) { return device(index).timeline; }
 DeviceMemory& Runtime::memory(int index) { return device(index).memory; }
 
-void Runtime::synchronizeDevice(int index) { device(index).timeline.synchronize(); }
+void Runtime::synchronizeDevice(int index) {
+  device(index).timeline.synchronize();
+  // A synchronize is a quiescent point (StatusRegistry.h): publish, so that npu-smi shows the
+  // memory a program holds while it waits, even when it allocates too rarely to publish.
+  publishStatus(true);
+}
 
 void Runtime::setOvercommit(bool allowed) {
   std::lock_guard<std::mutex> lock(initMutex_);

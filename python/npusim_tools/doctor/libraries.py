@@ -24,7 +24,10 @@ def _describe(candidate: dict[str, Any]) -> str:
     where = candidate["source"]
     if candidate["source"] in ("LD_LIBRARY_PATH", "RPATH", "RUNPATH"):
         where += f" entry {candidate['position']} ({candidate['source_entry'] or '<empty: current directory>'})"
-    text = f"{candidate['status']:8} {candidate['path']}  [{where}]"
+    text = f"{candidate['status']:8} {candidate['path']}"
+    if candidate.get("real_path") and candidate["real_path"] != candidate["path"]:
+        text += f" -> {candidate['real_path']}"
+    text += f"  [{where}]"
     elf = candidate.get("elf") or {}
     if elf.get("valid"):
         text += f" ELF{elf['class']} {elf['machine']}" + (f" SONAME {elf['soname']}" if elf.get("soname") else "")
