@@ -225,6 +225,7 @@ void Runtime::publishStatus(bool force) {
     usage.memoryBytes = d->allocator.allocatedBytes();
     usage.reservedBytes = d->allocator.reservedBytes();
     usage.busyNs = d->timeline.busyNs();
+    usage.simulatedNs = std::max<uint64_t>(d->timeline.hostClock().now(), d->timeline.deviceClock());
     status.devices.push_back(usage);
   }
   try {

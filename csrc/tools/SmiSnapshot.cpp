@@ -60,8 +60,12 @@ void fillDevices(SmiSnapshot& snapshot, const runtime::ChipSpec& chip, const std
       if (old == nullptr || status.updatedUnixMs <= old->updatedUnixMs) continue;
       for (const auto& oldUsage : old->devices) {
         if (oldUsage.physicalDevice != usage.physicalDevice || usage.busyNs < oldUsage.busyNs) continue;
-        const double wallNs = double(status.updatedUnixMs - old->updatedUnixMs) * 1e6;
-        busyFraction[static_cast<size_t>(usage.physicalDevice)] += double(usage.busyNs - oldUsage.busyNs) / wallNs;
+        // Prefer the simulated clock: the load the real chip would show. Without it (an
+        // older writer), the wall clock: the load at this host's pace.
+        const bool simulated = usage.simulatedNs > oldUsage.simulatedNs && oldUsage.simulatedNs > 0;
+        const double windowNs = simulated ? double(usage.simulatedNs - oldUsage.simulatedNs)
+                                          : double(status.updatedUnixMs - old->updatedUnixMs) * 1e6;
+        busyFraction[static_cast<size_t>(usage.physicalDevice)] += double(usage.busyNs - oldUsage.busyNs) / windowNs;
       }
     }
   }

@@ -5,11 +5,12 @@
 // temperature and AI Core load derived from the processes' activity.
 //
 // Activity: a status file carries busy_ns, the simulated device time a
-// process has kept a device busy. Two samples of the registry give
-// AI Core % = growth of busy_ns / growth of the file's wall-clock timestamp,
-// i.e. how busy the real chip would be if fed at this host's pace (the
-// simulator runs kernels on the CPU, so a busy training job often shows a few
-// percent: the host, not the chip, is the bottleneck).
+// process has kept a device busy, and simulated_ns, the process's simulated
+// time on that device. Two samples of the registry give
+// AI Core % = growth of busy_ns / growth of simulated_ns: how busy the real
+// chip would be running this program (the simulator itself runs kernels on
+// the CPU, far slower than the chip, so wall-clock time would say little).
+// Files of older writers without simulated_ns fall back to wall-clock time.
 //
 // Power and temperature are a model, not a measurement [I]: idle power plus
 // a share of the headroom to the chip's board power proportional to the AI

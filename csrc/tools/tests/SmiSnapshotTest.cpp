@@ -66,6 +66,13 @@ TEST(SmiSnapshot, ProcessesMemoryAndLoadComeFromTheRegistry) {
   EXPECT_TRUE(snapshot.notes.empty());
 }
 
+TEST(SmiSnapshot, LoadFollowsTheSimulatedClockWhenPublished) {
+  // 2 s of wall time, but 100 ms of simulated time of which 40 ms busy: the chip is 40 % busy.
+  const auto before = std::vector{status(100, 1000, {{0, 0, 0, 10'000'000, 500'000'000}})};
+  const auto after = std::vector{status(100, 3000, {{0, 0, 0, 50'000'000, 600'000'000}})};
+  EXPECT_EQ(build(before, after).devices[0].aicorePercent, 40);
+}
+
 TEST(SmiSnapshot, LoadIsClampedAndDevicesBeyondTheServerAreNoted) {
   const auto before = std::vector{status(7, 1000, {{0, 0, 0, 0}})};
   const auto after = std::vector{status(7, 1100, {{0, 0, 0, 900'000'000}, {9, 0, kMiB, 0}})};
