@@ -18,3 +18,9 @@ for library in build/dev/csrc/backend/_C*.so build/dev/csrc/backend/libnpusim_ba
   cp "$library" "python/npusim/.$(basename "$library").new"
   mv -f "python/npusim/.$(basename "$library").new" "python/npusim/$(basename "$library")"
 done
+# The triage tools (csrc/tools: npu-smi, npusim-inspect) go where the wheel puts them.
+mkdir -p python/npusim_tools/bin
+for program in build/dev/csrc/tools/npu-smi build/dev/csrc/tools/npusim-inspect; do
+  cp "$program" "python/npusim_tools/bin/.$(basename "$program").new"
+  mv -f "python/npusim_tools/bin/.$(basename "$program").new" "python/npusim_tools/bin/$(basename "$program")"
+done

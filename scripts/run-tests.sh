@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Every test: the GoogleTest suites of the C++ runtime and performance model
+# Every test: the GoogleTest suites of the C++ runtime, performance model and triage tools
 # (CTest), then the Python suites (pytest). Sets up first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 PYTHON="${PYTHON:-python3}"
 
-for layer in runtime perf; do
+for layer in runtime perf tools; do
   cmake -S "csrc/$layer" -B "build/$layer-tests" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "build/$layer-tests" -j2
   ctest --test-dir "build/$layer-tests" --output-on-failure -j2

@@ -226,7 +226,12 @@ CachingAllocator& Runtime::allocator(int index) {
 DeviceTimeline& Runtime::timeline(int index) { return device(index).timeline; }
 DeviceMemory& Runtime::memory(int index) { return device(index).memory; }
 
-void Runtime::synchronizeDevice(int index) { device(index).timeline.synchronize(); }
+void Runtime::synchronizeDevice(int index) {
+  device(index).timeline.synchronize();
+  // A synchronize is a quiescent point (StatusRegistry.h): publish, so that npu-smi shows the
+  // memory a program holds while it waits, even when it allocates too rarely to publish.
+  publishStatus(true);
+}
 
 void Runtime::setOvercommit(bool allowed) {
   std::lock_guard<std::mutex> lock(initMutex_);
@@ -274,6 +279,7 @@ void Runtime::publishStatus(bool force) {
     usage.memoryBytes = d->allocator.allocatedBytes();
     usage.reservedBytes = d->allocator.reservedBytes();
     usage.busyNs = d->timeline.busyNs();
+    usage.simulatedNs = std::max<uint64_t>(d->timeline.hostClock().now(), d->timeline.deviceClock());
     status.devices.push_back(usage);
   }
   try {

@@ -153,6 +153,7 @@ std::optional<DeviceUsage> parseDeviceLine(std::string_view line) {
   std::optional<uint64_t> memory;
   std::optional<uint64_t> reserved;
   std::optional<uint64_t> busy;
+  uint64_t simulated = 0;
   while (!line.empty()) {
     const std::size_t start = line.find_first_not_of(' ');
     if (start == std::string_view::npos) {
@@ -180,12 +181,16 @@ std::optional<DeviceUsage> parseDeviceLine(std::string_view line) {
     } else if (key == "busy_ns") {
       busy = parseUnsigned<uint64_t>(value);
       if (!busy) return std::nullopt;
+    } else if (key == "simulated_ns") {
+      const std::optional<uint64_t> parsed = parseUnsigned<uint64_t>(value);
+      if (!parsed) return std::nullopt;
+      simulated = *parsed;
     }
   }
   if (!device || !memory || !reserved || !busy) {
     return std::nullopt;
   }
-  return DeviceUsage{*device, *memory, *reserved, *busy};
+  return DeviceUsage{*device, *memory, *reserved, *busy, simulated};
 }
 
 uint64_t unixMillisecondsNow() {
@@ -237,7 +242,7 @@ std::string formatStatusFile(const ProcessStatus& status, uint64_t processStartT
   for (const DeviceUsage& device : status.devices) {
     text += "device=" + std::to_string(device.physicalDevice) + " memory_bytes=" + std::to_string(device.memoryBytes) +
             " reserved_bytes=" + std::to_string(device.reservedBytes) + " busy_ns=" + std::to_string(device.busyNs) +
-            "\n";
+            " simulated_ns=" + std::to_string(device.simulatedNs) + "\n";
   }
   return text;
 }

@@ -23,8 +23,8 @@
 //   process_name=python3
 //   soc_name=Ascend910B2
 //   updated_unix_ms=1750000000123
-//   device=0 memory_bytes=1048576 reserved_bytes=2097152 busy_ns=123456789
-//   device=1 memory_bytes=0 reserved_bytes=0 busy_ns=0
+//   device=0 memory_bytes=1048576 reserved_bytes=2097152 busy_ns=123456789 simulated_ns=300000000
+//   device=1 memory_bytes=0 reserved_bytes=0 busy_ns=0 simulated_ns=0
 //
 //   - Lines starting with '#' and empty lines are comments.
 //   - Other lines are key=value; the value is the rest of the line (it may hold
@@ -39,7 +39,10 @@
 //     tokens; device (the physical device id), memory_bytes (allocated by
 //     tensors), reserved_bytes (held by the caching allocator, what npu-smi
 //     shows as the process's memory) and busy_ns (simulated device time the
-//     process has kept the device busy) are required.
+//     process has kept the device busy) are required. simulated_ns (optional,
+//     0 = unknown) is the process's simulated time on the device (the later of
+//     its host and device clocks), so that busy_ns / simulated_ns over a
+//     sampling window is the load the real chip would show.
 //   - Readers ignore unknown keys and unknown device tokens, so later versions
 //     may add fields without changing the format number.
 #pragma once
@@ -59,6 +62,7 @@ struct DeviceUsage {
   uint64_t memoryBytes;
   uint64_t reservedBytes;
   uint64_t busyNs;
+  uint64_t simulatedNs = 0;  // 0: not published (an older writer)
 };
 
 struct ProcessStatus {

@@ -11,6 +11,8 @@ Subcommands:
 - ``npusim devices``: list the simulated devices and their chip.
 - ``npusim migrate`` / ``npusim analyse``: offline CUDA-to-NPU migration and analysis
   (:mod:`npusim.migration`).
+- ``npusim doctor``, ``npusim collect-env``, ``npusim smi``: the triage tools of
+  :mod:`npusim_tools` (the ``npusim`` console script runs them without importing npusim).
 """
 
 from __future__ import annotations
@@ -63,7 +65,23 @@ def build_parser() -> argparse.ArgumentParser:
     from npusim.migration.commands import add_subcommands as add_migration_subcommands
 
     add_migration_subcommands(subcommands)
+
+    # The triage tools live in npusim_tools; their own parsers read the arguments.
+    for name, text in (
+        ("doctor", "check the versions, environment, libraries and plog errors of npusim and of a real Ascend install"),
+        ("collect-env", "print PyTorch's environment report with torch_npu's additions (CANN, torch-npu)"),
+        ("smi", "npusim's npu-smi for the simulated server (e.g. `npusim smi info`)"),
+    ):
+        tool = subcommands.add_parser(name, help=text, add_help=False)
+        tool.add_argument("tool_args", nargs=argparse.REMAINDER)
+        tool.set_defaults(handler=lambda args, name=name: _command_tool(name, args.tool_args))
     return parser
+
+
+def _command_tool(name: str, arguments: Sequence[str]) -> int:
+    from npusim_tools.launcher import run_tool_command
+
+    return run_tool_command(name, list(arguments))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -236,8 +254,11 @@ def _command_devices(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``npusim`` command with ``argv`` (``sys.argv[1:]`` by default); return the exit
     code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] in ("doctor", "collect-env", "smi"):
+        return _command_tool(arguments[0], arguments[1:])  # their options are their own parsers'
     parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(arguments)
     return int(args.handler(args))
 
 

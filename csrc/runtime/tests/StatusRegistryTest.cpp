@@ -141,9 +141,10 @@ TEST_F(StatusRegistryTest, FormatAndParseRoundTrip) {
   ProcessStatus status = sampleStatus();
   status.pid = 4242;
   status.processName = "odd\nname=with\tcontrols";
+  status.devices[0].simulatedNs = 300000000;
   const std::string text = formatStatusFile(status, 987654);
   EXPECT_NE(text.find("\nformat=1\n"), std::string::npos);
-  EXPECT_NE(text.find("\ndevice=0 memory_bytes=1048576 reserved_bytes=2097152 busy_ns=123456789\n"),
+  EXPECT_NE(text.find("\ndevice=0 memory_bytes=1048576 reserved_bytes=2097152 busy_ns=123456789 simulated_ns=300000000\n"),
             std::string::npos)
       << text;
   const std::optional<ParsedStatusFile> parsed = parseStatusFile(text);
@@ -158,7 +159,9 @@ TEST_F(StatusRegistryTest, FormatAndParseRoundTrip) {
   EXPECT_EQ(parsed->status.devices[0].memoryBytes, 1048576u);
   EXPECT_EQ(parsed->status.devices[0].reservedBytes, 2097152u);
   EXPECT_EQ(parsed->status.devices[0].busyNs, 123456789u);
+  EXPECT_EQ(parsed->status.devices[0].simulatedNs, 300000000u);
   EXPECT_EQ(parsed->status.devices[1].physicalDevice, 3);
+  EXPECT_EQ(parsed->status.devices[1].simulatedNs, 0u);
 }
 
 TEST_F(StatusRegistryTest, ParserIgnoresUnknownFieldsAndComments) {
@@ -172,6 +175,7 @@ TEST_F(StatusRegistryTest, ParserIgnoresUnknownFieldsAndComments) {
   EXPECT_EQ(parsed->processStartTicks, 0u);
   ASSERT_EQ(parsed->status.devices.size(), 1u);
   EXPECT_EQ(parsed->status.devices[0].busyNs, 3u);
+  EXPECT_EQ(parsed->status.devices[0].simulatedNs, 0u);  // optional: older writers omit it
 }
 
 TEST_F(StatusRegistryTest, ParserRejectsMalformedFiles) {
@@ -194,6 +198,7 @@ TEST_F(StatusRegistryTest, ParserRejectsMalformedFiles) {
       "format=1\npid=7\nupdated_unix_ms=5\ndevice=0 memory_bytes=1\n",  // incomplete device
       "format=1\npid=7\nupdated_unix_ms=5\ndevice=0 memory_bytes=1 reserved_bytes=2 busy_ns=x\n",
       "format=1\npid=7\nupdated_unix_ms=5\ndevice=0 memory_bytes=1 reserved_bytes=2 busy_ns=3 junk\n",
+      "format=1\npid=7\nupdated_unix_ms=5\ndevice=0 memory_bytes=1 reserved_bytes=2 busy_ns=3 simulated_ns=-1\n",
   };
   for (const char* text : malformed) {
     EXPECT_FALSE(parseStatusFile(text).has_value()) << "accepted: " << text;
