@@ -14,11 +14,7 @@ that), and ``import torch_npu`` as a program's first line imports torch itself. 
 The finder steps aside when a real torch_npu is installed: npusim never runs next to one.
 """
 
-from __future__ import annotations
-
-import importlib.abc
-import importlib.machinery
-import importlib.util
+import importlib.machinery  # loaded by Python's start-up already
 import os
 import sys
 
@@ -99,6 +95,8 @@ def real_torch_npu() -> str | None:
 
 def compat_spec(name: str = "torch_npu"):
     """The module spec of npusim's torch_npu, or None when it cannot be served here."""
+    import importlib.util  # not at start-up: it imports contextlib and functools
+
     compat = compat_directory()
     if compat is None:
         return None
@@ -107,8 +105,12 @@ def compat_spec(name: str = "torch_npu"):
     )
 
 
-class TorchNpuBootstrapFinder(importlib.abc.MetaPathFinder):
-    """Finds ``torch_npu`` (the top-level name only) in npusim when no real one is installed."""
+class TorchNpuBootstrapFinder:
+    """Finds ``torch_npu`` (the top-level name only) in npusim when no real one is installed.
+
+    A meta path finder by protocol (``find_spec``); it does not derive from
+    ``importlib.abc.MetaPathFinder``, whose module would import ``importlib.resources`` and
+    cost every interpreter start ~15 ms."""
 
     _npusim_bootstrap_finder = True
 

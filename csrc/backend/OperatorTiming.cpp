@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "backend/CoreLimits.h"
 #include "backend/Hf32Mode.h"
 #include "backend/L2Residency.h"
 #include "backend/NpuStreams.h"
@@ -78,8 +79,9 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
                     bool dataDependentSync, const int64_t* intArgs, int intArgCount) {
   auto& rt = runtime::Runtime::instance();
   const perf::CostModel& model = costModel();
-  const perf::Cost cost = model.price(kind, inputs, inputCount, outputs, outputCount, perfPlacement(placement),
-                                      hf32CostOptions(), intArgs, intArgCount);
+  const perf::Cost cost = applyCoreLimits(device, model.price(kind, inputs, inputCount, outputs, outputCount,
+                                                               perfPlacement(placement), hf32CostOptions(), intArgs,
+                                                               intArgCount));
   const runtime::SimTimeNs dispatch = model.hostDispatchNs(rt.taskQueueLevel(), kind);
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);

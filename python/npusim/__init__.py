@@ -52,8 +52,17 @@ _REGISTERED = False
 def _real_torch_npu() -> str | None:
     """A description of a real torch_npu visible to this interpreter, or None (npusim's own
     ``torch_npu``, served from ``_torch_npu_compat`` or the in-tree shim, does not count)."""
-    import _npusim_torch_npu_hook
+    try:
+        import _npusim_torch_npu_hook
+    except ImportError:
+        # npusim copied without the start-up hook that sits next to it: the distribution tells.
+        import importlib.metadata
 
+        try:
+            dist = importlib.metadata.distribution("torch-npu")
+        except importlib.metadata.PackageNotFoundError:
+            return None
+        return None if "npusim" in (dist.version or "") else f"torch-npu {dist.version}"
     return _npusim_torch_npu_hook.real_torch_npu()
 
 

@@ -14,12 +14,30 @@ import gpt_transformer  # noqa: E402
 import resnet_cnn  # noqa: E402
 
 
+@pytest.fixture()
+def exact_convolutions():
+    """The CPU has no HF32: with torch_npu's default (conv.allow_hf32 = True) fp32 convolutions
+    round their operands as the chip does, so the bit-for-bit comparison turns that off."""
+    torch.npu.conv.allow_hf32 = False
+    try:
+        yield
+    finally:
+        torch.npu.conv.allow_hf32 = True
+
+
 @pytest.mark.parametrize("example", [resnet_cnn, gpt_transformer], ids=["resnet_cnn", "gpt_transformer"])
-def test_losses_equal_cpu(example):
+def test_losses_equal_cpu(example, exact_convolutions):
     cpu = example.train("cpu", steps=3)
     npu = example.train("npu", steps=3)
     assert npu == cpu
     assert all(torch.isfinite(torch.tensor(npu)))
+
+
+def test_cnn_with_hf32_convolutions_stays_close_to_cpu():
+    cpu = resnet_cnn.train("cpu", steps=2)
+    npu = resnet_cnn.train("npu", steps=2)  # torch_npu's default: HF32 convolutions
+    assert npu != cpu
+    assert torch.allclose(torch.tensor(npu), torch.tensor(cpu), rtol=1e-2)
 
 
 def test_tied_weights_stay_tied_after_module_to_npu():

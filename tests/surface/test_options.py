@@ -171,6 +171,26 @@ def test_device_limit():
     torch.npu.set_device_limit(0, properties.cube_core_num, properties.vector_core_num)
 
 
+def _mm_device_ns() -> int:
+    npusim.reset_placement_report()
+    a = torch.ones(512, 512, dtype=torch.float16, device="npu")
+    torch.mm(a, a)
+    return npusim.placement_report()["operators"]["aten::mm"]["device_ns"]
+
+
+def test_device_limit_stretches_kernel_time():
+    cube = torch.npu.get_device_properties(0).cube_core_num
+    vector = torch.npu.get_device_properties(0).vector_core_num
+    full = _mm_device_ns()
+    torch.npu.set_device_limit(0, cube_num=cube // 2)
+    try:
+        limited = _mm_device_ns()
+    finally:
+        torch.npu.set_device_limit(0, cube, vector)
+    assert limited == pytest.approx(full * cube / (cube // 2), rel=1e-3)
+    assert _mm_device_ns() == full
+
+
 def test_op_timeout():
     torch.npu.set_op_timeout_ms(10_000)
     with pytest.raises(ValueError, match="timeout_ms must be greater than 0"):

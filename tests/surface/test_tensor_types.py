@@ -38,3 +38,14 @@ def test_constructors_from_data_and_size():
     import torch_npu
 
     assert torch_npu.npu.FloatTensor is torch.npu.FloatTensor
+
+
+def test_type_names_and_conversion():
+    t = torch.ones(2, device="npu")
+    assert t.type() == "torch.npu.FloatTensor"
+    assert repr(torch.npu.HalfTensor) == "<class 'torch.npu.HalfTensor'>"
+    half = t.type(torch.npu.HalfTensor)
+    assert half.dtype == torch.float16 and half.device.type == "npu"
+    moved = torch.ones(2, dtype=torch.int32).type(torch.npu.LongTensor)
+    assert moved.dtype == torch.int64 and moved.device.type == "npu"
+    assert t.type("torch.npu.BFloat16Tensor").dtype == torch.bfloat16

@@ -45,6 +45,8 @@ def test_c_functions():
     assert C._npu_getDefaultStream(0)[0] == torch.npu.default_stream().stream_id
     assert C._get_cann_version("CANN") == "9.1.0" and C._is_gte_cann_version("8.5.0", "CANN")
     assert C._npu_get_soc_version() == 221
+    memories = C._npu_getDeviceMemories(0)
+    assert (memories.free_memory, memories.total_memory) == torch.npu.mem_get_info(0)
     assert C._npu_is_jit_compile_false() is True
     C._npu_set_sync_debug_mode(0)
     assert C._npu_get_sync_debug_mode() == 0
@@ -119,7 +121,10 @@ def test_memory_viz_module():
 
 
 def test_backends_module_and_soc_version():
+    import torch_npu.npu.aclnn as aclnn
     import torch_npu.npu.backends as backends
+
+    assert aclnn is torch.npu.aclnn and aclnn.allow_hf32 is True
 
     assert callable(backends.enable_flash_sdp) and callable(backends.sdp_kernel)
     assert torch.npu.get_soc_version() == 221

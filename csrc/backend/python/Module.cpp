@@ -11,6 +11,7 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "backend/CoreLimits.h"
 #include "backend/EstimateMode.h"
 #include "backend/Hf32Mode.h"
 #include "backend/HostRegistration.h"
@@ -408,6 +409,9 @@ PYBIND11_MODULE(_C, m) {
   }));
   m.def("_host_register", [](uintptr_t address, size_t bytes) { return registerHostMemory(address, bytes); });
   m.def("_host_unregister", [](uintptr_t address) { return unregisterHostMemory(address); });
+  m.def("_set_core_limit_factors", [](int device, double cube, double vector) {
+    setCoreLimitFactors(device, cube, vector);
+  });
   m.def("_set_hf32", [](bool matmul, bool convolution) { setHf32(matmul, convolution); });
   m.def("_set_sync_debug_mode", [](int mode) { setSyncDebugMode(mode); });
   m.def("_get_sync_debug_mode", []() { return syncDebugMode(); });

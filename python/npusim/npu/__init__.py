@@ -42,7 +42,7 @@ from npusim.npu.random import *  # noqa: F401,F403
 from npusim.npu.streams import *  # noqa: F401,F403
 
 # torch_npu's options and switches, versions, formats, legacy types, allocator controls.
-from npusim.npu import _memory_viz, backends, formats, options as _options, tensor_types as _tensor_types  # noqa: E402,F401
+from npusim.npu import _memory_viz, aclnn, backends, formats, options as _options, tensor_types as _tensor_types  # noqa: E402,F401
 from npusim.npu.allocator_controls import MemPool, empty_with_swapped_memory, erase_stream, use_mem_pool  # noqa: E402,F401
 from npusim.npu.npurt import npurt  # noqa: E402,F401
 from npusim.npu.options import *  # noqa: E402,F401,F403

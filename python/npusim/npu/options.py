@@ -1,5 +1,5 @@
 """torch_npu's runtime options and switches: ``set_option``, ``set_compile_mode``,
-``config.allow_internal_format``, ``matmul`` / ``conv`` / ``aclnn`` ``allow_hf32``,
+``config.allow_internal_format``, ``matmul`` / ``conv`` ``allow_hf32`` (``aclnn``: :mod:`.aclnn`),
 ``CubeMathType``, the SDPA back-end switches, deterministic-with-backward, device core limits,
 the op timeout and the sync debug mode.
 
@@ -12,7 +12,8 @@ The values live in one option table, as torch_npu keeps them in its C++ ``Option
 - ``jitCompile``: recorded (``is_jit_compile_false``); npusim always runs the aclnn path;
 - ``ALLOW_INTERNAL_FORMAT``: recorded; formats are recorded per storage (:mod:`.formats`);
 - sync debug mode: warns or raises at every synchronization point (the C++ backend);
-- device core limits: validated against the chip and recorded.
+- device core limits: validated against the chip; the cost model stretches each AI Core kernel's
+  time by (all cores / allowed cores) of the unit it runs on.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ __all__ = [
     "config",
     "matmul",
     "conv",
-    "aclnn",
     "CubeMathType",
     "enable_flash_sdp",
     "enable_math_sdp",
@@ -240,37 +240,9 @@ class _HF32Switch:
         object.__setattr__(self, "_cube_math_type", math_type)
 
 
-class _Aclnn:
-    """``torch.npu.aclnn``: ``allow_hf32`` (the convolution switch), ``flags``, ``version``."""
-
-    @property
-    def allow_hf32(self) -> bool:
-        return conv.allow_hf32
-
-    @allow_hf32.setter
-    def allow_hf32(self, value: bool) -> None:
-        conv.allow_hf32 = value
-
-    @contextlib.contextmanager
-    def flags(self, allow_hf32: bool | None = None):
-        previous = conv.allow_hf32
-        if allow_hf32 is not None:
-            conv.allow_hf32 = allow_hf32
-        try:
-            yield
-        finally:
-            conv.allow_hf32 = previous
-
-    @staticmethod
-    def version() -> None:
-        warnings.warn("torch.npu.aclnn.version isn't implemented!")
-        return None
-
-
 config = _NpuConfig()
 matmul = _HF32Switch("ALLOW_MATMUL_HF32")
 conv = _HF32Switch("ALLOW_CONV_HF32")
-aclnn = _Aclnn()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -387,7 +359,10 @@ def _cores(device: int) -> tuple[int, int]:
 
 
 def set_device_limit(device: Any, cube_num: int = -1, vector_num: int = -1) -> None:
-    r"""Limit the Cube and Vector cores that kernels on ``device`` may use (-1: no change)."""
+    r"""Limit the Cube and Vector cores that kernels on ``device`` may use (-1: no change).
+
+    npusim prices a kernel on the Cube (or Vector) unit at (all cores / allowed cores) times its
+    unlimited time: a first-order model that ignores wave quantisation."""
     from npusim.npu import devices
 
     index = devices._get_device_index(device, optional=True)
@@ -404,6 +379,8 @@ def set_device_limit(device: Any, cube_num: int = -1, vector_num: int = -1) -> N
                 + pta_error(ErrCode.VALUE)
             )
         limits[key] = value
+    # Kernels on this device run on fewer cores: the cost model stretches their time.
+    _C._set_core_limit_factors(index, cube_max / limits["cube_core_num"], vector_max / limits["vector_core_num"])
 
 
 def get_device_limit(device: Any) -> dict[str, int]:

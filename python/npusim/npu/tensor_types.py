@@ -59,9 +59,7 @@ class _TensorTypeMeta(type):
         if len(args) == 1 and isinstance(args[0], torch.Tensor):
             source = args[0]
             if source.dtype != cls.dtype or source.device.type != "npu":
-                raise TypeError(
-                    f"expected {cls.__module__}.{cls.__name__} (got {source.type()})" + pta_error(ErrCode.TYPE)
-                )
+                raise TypeError(f"expected {cls.__name__} (got {source.type()})" + pta_error(ErrCode.TYPE))
             return source.view_as(source)
         if len(args) == 1 and isinstance(args[0], torch.UntypedStorage):
             return torch.empty(0, dtype=cls.dtype, device=target).set_(args[0])
@@ -85,8 +83,10 @@ class _StorageTypeMeta(type):
 
 def _make(name: str, dtype: torch.dtype, meta: type, suffix: str) -> type:
     cls = meta(f"{name}{suffix}", (), {"dtype": dtype, "is_npu": True, "is_cuda": False})
-    cls.__module__ = "torch.npu"
-    cls.__qualname__ = cls.__name__
+    # PyTorch's Tensor.type(cls) reads the type's full name, as the C-defined legacy types carry
+    # it ("torch.cuda.HalfTensor"); repr(cls) then reads <class 'torch.npu.HalfTensor'> as for them.
+    cls.__name__ = cls.__qualname__ = f"torch.npu.{name}{suffix}"
+    cls.__module__ = "builtins"
     return cls
 
 

@@ -6,6 +6,7 @@ Each one does what the torch_npu binding of that name does, through npusim's ``t
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import torch
@@ -70,6 +71,12 @@ def _npu_getDeviceUtilizationRate(device: int) -> int:
 
 def _npu_canDeviceAccessPeer(device: int, peer: int) -> bool:
     return _devices.can_device_access_peer(device, peer)
+
+
+def _npu_getDeviceMemories(device: int):
+    """An object with ``free_memory`` and ``total_memory`` (bytes), as torch_npu's binding."""
+    free, total = _memory.mem_get_info(device)
+    return types.SimpleNamespace(free_memory=free, total_memory=total)
 
 
 def _npu_emptyCache() -> None:
