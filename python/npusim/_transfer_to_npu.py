@@ -288,7 +288,9 @@ def _patch_cuda_modules() -> None:
         counterpart = getattr(npu_memory, name, None)
         if counterpart is not None:
             setattr(torch.cuda.memory, name, counterpart)
-    npu_host_empty_cache = getattr(_npusim_c(), "_npu_hostEmptyCache", None)
+    # torch_npu's _C._npu_hostEmptyCache; npusim's pinned host cache is emptied by
+    # torch.npu.host_empty_cache.
+    npu_host_empty_cache = getattr(_npusim_c(), "_npu_hostEmptyCache", None) or getattr(npu, "host_empty_cache", None)
     if npu_host_empty_cache is not None:
         torch._C._host_emptyCache = npu_host_empty_cache  # type: ignore[attr-defined]
     _wrap_attributes(torch.cuda, CUDA_FUNCTIONS)

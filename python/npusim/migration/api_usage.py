@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
 from npusim.migration import support_data
+from npusim.migration.lines import LineProvider
 from npusim.migration.names import qualified_name
 
 # Names judged by the torch_npu side of the data, never "unknown" to PyTorch.
@@ -80,7 +80,7 @@ def _string_value(node: cst.BaseExpression) -> str | None:
 
 
 class ApiUsageVisitor(cst.CSTVisitor):
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES = (LineProvider,)
 
     def __init__(self, aliases: dict[str, str], data: support_data.SupportData):
         super().__init__()
@@ -95,8 +95,7 @@ class ApiUsageVisitor(cst.CSTVisitor):
     # -- helpers -----------------------------------------------------------------------------
 
     def _lines(self, node: cst.CSTNode) -> tuple[int, int]:
-        position = self.get_metadata(PositionProvider, node)
-        return position.start.line, position.end.line
+        return self.get_metadata(LineProvider, node)
 
     def _add(self, rows: list[ApiRow], kind: str, node: cst.CSTNode, op: str, tips: str) -> None:
         start, end = self._lines(node)

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
+from npusim.migration.lines import LineProvider
 from npusim.migration.names import dotted_name, qualified_name
 
 DEVICE_VARIABLE = "NPU_CALCULATE_DEVICE"
@@ -89,7 +89,7 @@ def _is_import_or_docstring(statement: cst.CSTNode) -> bool:
 
 
 class MigrationTransformer(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES = (LineProvider,)
 
     def __init__(self, rules: dict, aliases: dict[str, str], imported_modules: set[str], options: Options):
         super().__init__()
@@ -109,8 +109,8 @@ class MigrationTransformer(cst.CSTTransformer):
     # -- recording ---------------------------------------------------------------------------
 
     def _record(self, node: cst.CSTNode, operation: str, message: str) -> None:
-        position = self.get_metadata(PositionProvider, node)
-        self.changes.append(Change(position.start.line, position.end.line, operation, message))
+        start, end = self.get_metadata(LineProvider, node)
+        self.changes.append(Change(start, end, operation, message))
 
     # -- strings -----------------------------------------------------------------------------
 
@@ -306,8 +306,8 @@ class MigrationTransformer(cst.CSTTransformer):
         statements = [cst.parse_statement(text + "\n", config=original.config_for_parsing) for text in content]
         anchor = original.body[min(index, len(original.body) - 1)] if original.body else None
         if anchor is not None:
-            position = self.get_metadata(PositionProvider, anchor)
-            start = position.start.line if index < len(original.body) else position.end.line + 1
+            first, last = self.get_metadata(LineProvider, anchor)
+            start = first if index < len(original.body) else last + 1
         else:
             start = 1
         length = sum(text.count("\n") + 1 for text in content)
@@ -361,7 +361,7 @@ class MigrationTransformer(cst.CSTTransformer):
         if anchor is None:
             return body
         new_body = _insert_after_anchor(body, variable, wrap, original.config_for_parsing)
-        line = self.get_metadata(PositionProvider, anchor).end.line + 1
+        line = self.get_metadata(LineProvider, anchor)[1] + 1
         self.changes.append(Change(line, line, "INSERT", str([wrap])))
         return new_body
 
