@@ -11,7 +11,6 @@ import os
 import platform
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from npusim_tools.compatibility import base_version, load_table, python_in_range, releases_for_torch_npu
