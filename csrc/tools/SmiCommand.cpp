@@ -23,7 +23,7 @@ const char* kInfoUsage =
     "\t-m                   Show the mapping of NPU, chip and logic IDs.\n"
     "\t-t <type> -i <id> [-c <chip_id>]\n"
     "\t                     Show one kind of information of NPU <id>. <type>: usages, board, common,\n"
-    "\t                     memory, proc-mem, topo (topo takes no -i).\n"
+    "\t                     memory, proc-mem, topo (topo needs no -i).\n"
     "\twatch [-i <id>] [-c <chip_id>] [-d <delay_seconds>]\n"
     "\t                     Refresh the status of the NPUs every <delay_seconds> (default 1).\n";
 
