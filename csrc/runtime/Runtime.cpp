@@ -104,6 +104,9 @@ struct Runtime::Device {
   DeviceTimeline timeline;
   TimelineStreamUseTracker tracker;
   CachingAllocator allocator;
+  // Reserved bytes at the last synchronize: a change is published at once (npu-smi's
+  // process memory), steady state at most every 200 ms (a publish costs a file write).
+  std::atomic<uint64_t> reservedAtLastSync{UINT64_MAX};
 };
 
 Runtime& Runtime::instance() {
@@ -227,10 +230,12 @@ DeviceTimeline& Runtime::timeline(int index) { return device(index).timeline; }
 DeviceMemory& Runtime::memory(int index) { return device(index).memory; }
 
 void Runtime::synchronizeDevice(int index) {
-  device(index).timeline.synchronize();
+  Device& d = device(index);
+  d.timeline.synchronize();
   // A synchronize is a quiescent point (StatusRegistry.h): publish, so that npu-smi shows the
   // memory a program holds while it waits, even when it allocates too rarely to publish.
-  publishStatus(true);
+  const uint64_t reserved = d.allocator.reservedBytes();
+  publishStatus(d.reservedAtLastSync.exchange(reserved, std::memory_order_relaxed) != reserved);
 }
 
 void Runtime::setOvercommit(bool allowed) {

@@ -56,8 +56,10 @@ std::string jsonString(std::string_view text) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     const size_t length = utf8SequenceLength(text, i);
     if (length == 0) {
-      // A raw byte that is not UTF-8: kept visible as U+00XX.
-      std::snprintf(escape, sizeof escape, "\\u%04x", c);
+      // A raw byte that is not UTF-8: written as the four characters \xNN (an escaped
+      // backslash in JSON), so that readers see which byte it was and never mistake it
+      // for the character U+00NN.
+      std::snprintf(escape, sizeof escape, "\\\\x%02x", c);
       out += escape;
       ++i;
       continue;

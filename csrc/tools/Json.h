@@ -1,7 +1,7 @@
 // A small JSON writer for the doctor's native helper (npusim-inspect), whose
-// output the Python front end parses. Strings are escaped byte-exactly: bytes
-// that are not valid UTF-8 become \u00XX escapes of the raw byte, so that a
-// non-UTF-8 file name or log line never produces invalid JSON.
+// output the Python front end parses. Bytes that are not valid UTF-8 become
+// the text \xNN (backslash, x, two hex digits), so that a non-UTF-8 file name
+// or log line never produces invalid JSON and still shows which bytes it held.
 #pragma once
 
 #include <cstdint>

@@ -23,7 +23,7 @@ const char* kInfoUsage =
     "\t-m                   Show the mapping of NPU, chip and logic IDs.\n"
     "\t-t <type> -i <id> [-c <chip_id>]\n"
     "\t                     Show one kind of information of NPU <id>. <type>: usages, board, common,\n"
-    "\t                     memory, proc-mem, topo (topo takes no -i).\n"
+    "\t                     memory, proc-mem, topo (topo needs no -i).\n"
     "\twatch [-i <id>] [-c <chip_id>] [-d <delay_seconds>]\n"
     "\t                     Refresh the status of the NPUs every <delay_seconds> (default 1).\n";
 
@@ -60,9 +60,8 @@ int runInfo(const std::vector<std::string>& args, const SmiEnvironment& environm
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
     const bool hasValue = i + 1 < args.size();
-    const auto number = [&](int& target, const char* what) {
+    const auto number = [&](int& target) {
       if (!hasValue || !parseNumber(args[i + 1], target)) return false;
-      (void)what;
       ++i;
       return true;
     };
@@ -77,15 +76,15 @@ int runInfo(const std::vector<std::string>& args, const SmiEnvironment& environm
       if (!hasValue) return commandError(err, "The option -t needs a type.", kInfoUsage);
       options.type = args[++i];
     } else if (arg == "-i") {
-      if (!number(options.id, "id")) return commandError(err, "Invalid parameter for -i: it needs an NPU ID.", kInfoUsage);
+      if (!number(options.id)) return commandError(err, "Invalid parameter for -i: it needs an NPU ID.", kInfoUsage);
     } else if (arg == "-c") {
-      if (!number(options.chip, "chip")) return commandError(err, "Invalid parameter for -c: it needs a chip ID.", kInfoUsage);
+      if (!number(options.chip)) return commandError(err, "Invalid parameter for -c: it needs a chip ID.", kInfoUsage);
     } else if (arg == "-d" && options.watch) {
-      if (!number(options.delaySeconds, "delay") || options.delaySeconds < 1) {
+      if (!number(options.delaySeconds) || options.delaySeconds < 1) {
         return commandError(err, "Invalid parameter for -d: it needs a delay of 1 second or more.", kInfoUsage);
       }
     } else if (arg == "-n" && options.watch) {
-      if (!number(options.count, "count") || options.count < 1) {
+      if (!number(options.count) || options.count < 1) {
         return commandError(err, "Invalid parameter for -n: it needs a sample count of 1 or more.", kInfoUsage);
       }
     } else if (arg == "-s" && options.watch && hasValue) {

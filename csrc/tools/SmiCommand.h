@@ -5,7 +5,7 @@
 //   npu-smi info                              the device and process table
 //   npu-smi info -l                           card list
 //   npu-smi info -m                           chip map
-//   npu-smi info -t TYPE -i ID [-c CHIP]      TYPE: usages board common memory proc-mem (topo: no -i)
+//   npu-smi info -t TYPE -i ID [-c CHIP]      TYPE: usages board common memory proc-mem; topo needs no -i
 //   npu-smi info watch [-i ID] [-c CHIP] [-d SECONDS]
 //   npu-smi -v | -h
 //

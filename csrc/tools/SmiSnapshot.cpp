@@ -47,6 +47,10 @@ void fillDevices(SmiSnapshot& snapshot, const runtime::ChipSpec& chip, const std
 
   for (const auto& status : after) {
     const runtime::ProcessStatus* old = previous.count(status.pid) ? previous[status.pid] : nullptr;
+    if (!status.socName.empty() && status.socName != chip.socName) {
+      snapshot.notes.push_back("process " + std::to_string(status.pid) + " simulates " + status.socName +
+                               ", this npu-smi shows " + chip.socName + " (NPUSIM_SOC differs)");
+    }
     for (const auto& usage : status.devices) {
       if (usage.physicalDevice < 0 || usage.physicalDevice >= static_cast<int>(snapshot.devices.size())) {
         snapshot.notes.push_back("process " + std::to_string(status.pid) + " uses NPU " +

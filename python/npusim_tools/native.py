@@ -11,7 +11,7 @@ import json
 import subprocess
 from typing import Any, Sequence
 
-from npusim_tools import native_program
+from npusim_tools import NativeToolMissing, native_program
 
 __all__ = ["inspect", "InspectError"]
 
@@ -24,7 +24,10 @@ class InspectError(RuntimeError):
 
 def inspect(arguments: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> Any:
     """Runs ``npusim-inspect ARGUMENTS`` and returns its parsed JSON; raises InspectError."""
-    command = [native_program("npusim-inspect"), *arguments]
+    try:
+        command = [native_program("npusim-inspect"), *arguments]
+    except NativeToolMissing as error:
+        raise InspectError(str(error)) from None
     try:
         done = subprocess.run(command, capture_output=True, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Sequence
 
 from npusim_tools import NativeToolMissing, native_program

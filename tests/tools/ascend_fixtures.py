@@ -9,7 +9,7 @@ import platform
 import shutil
 from pathlib import Path
 
-from conftest import compile_library
+from tools_support import compile_library
 
 ARCH = platform.machine()
 TOOLKIT_LIBRARIES = ("libascendcl.so", "libhccl.so", "libruntime.so")

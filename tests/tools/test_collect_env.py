@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ascend_fixtures import ARCH
-from conftest import run_tool, tool_env
+from tools_support import run_tool, tool_env
 
 
 def test_report_has_pytorch_sections_and_torch_npu_additions(tmp_path):

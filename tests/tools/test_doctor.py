@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ascend_fixtures import LibraryCache, fake_distribution, make_install, make_plogs, sourced_env
-from conftest import run_tool, tool_env
+from tools_support import run_tool, tool_env
 
 
 @pytest.fixture(scope="session")

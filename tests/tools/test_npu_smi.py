@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, PYTHON_SOURCE, tool_env
+from tools_support import FIXTURES, tool_env
 
 # The patterns of npu-smi parsers (exporters and schedulers that read `npu-smi info`).
 DEVICE_ROW = re.compile(r"^\|\s+(\d+)\s+(\w+)\s+\|\s+(\w+)\s+\|\s+([\d.]+|NA)\s+(\d+)\s+(\d+)\s*/\s*(\d+)\s+\|$")

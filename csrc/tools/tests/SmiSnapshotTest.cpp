@@ -80,6 +80,12 @@ TEST(SmiSnapshot, LoadIsClampedAndDevicesBeyondTheServerAreNoted) {
   EXPECT_EQ(snapshot.devices[0].aicorePercent, 100);
   ASSERT_EQ(snapshot.notes.size(), 1u);
   EXPECT_NE(snapshot.notes[0].find("NPU 9"), std::string::npos);
+  auto otherChip = after;
+  otherChip[0].socName = "Ascend910B4";
+  otherChip[0].devices.pop_back();
+  const SmiSnapshot mismatched = build(before, otherChip);
+  ASSERT_EQ(mismatched.notes.size(), 1u);
+  EXPECT_EQ(mismatched.notes[0], "process 7 simulates Ascend910B4, this npu-smi shows Ascend910B2 (NPUSIM_SOC differs)");
 }
 
 TEST(SmiSnapshot, DriverVersionComesFromTheDataFile) { EXPECT_EQ(simulatedDriverVersion(), NPUSIM_SIMULATED_DRIVER_VERSION); }

@@ -11,7 +11,6 @@ import os
 import platform
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from npusim_tools.compatibility import base_version, load_table, python_in_range, releases_for_torch_npu
@@ -118,7 +117,7 @@ def _check_files(install: AscendInstall, env: Mapping[str, str]) -> list[Check]:
                                 "repair or reinstall the driver (the file must be a readable text file)"))
         elif version is None or not _DRIVER_VERSION.fullmatch(version):
             checks.append(Check(SECTION, "driver", FAIL,
-                                f"{install.driver_version_file} has no valid Version= line" + (f" (Version={version!r})" if version else ""),
+                                f"{install.driver_version_file} has no valid Version= line" + (f" (Version='{version}')" if version else ""),
                                 "reinstall the driver package", details=data["problems"]))
         else:
             install.driver_version = version
@@ -149,7 +148,7 @@ def _check_files(install: AscendInstall, env: Mapping[str, str]) -> list[Check]:
                                 "the toolkit install is incomplete: reinstall the CANN toolkit"))
         elif version is None or not _CANN_VERSION.fullmatch(version):
             checks.append(Check(SECTION, "CANN toolkit", FAIL,
-                                f"{info_path} has no valid version= line" + (f" (version={version!r})" if version else ""),
+                                f"{info_path} has no valid version= line" + (f" (version='{version}')" if version else ""),
                                 "reinstall the CANN toolkit", details=data["problems"]))
         else:
             install.cann_version = version

@@ -78,10 +78,13 @@ def check_libraries(
             optional = name in ("libopapi.so", "libge_runner.so", "libgraph.so")
             status = WARN if optional else FAIL
             summary = f"not found by the dynamic linker: '{name}: cannot open shared object file: No such file or directory'"
+            fix = not_sourced.fix
             if expected:
                 in_toolkit = os.path.exists(os.path.join(expected, name))
                 summary += f" ({'it is in ' + expected + ', which LD_LIBRARY_PATH lacks' if in_toolkit else 'not in ' + expected + ' either'})"
-            checks.append(Check(SECTION, name, status, summary, not_sourced.fix, details=details))
+                if not in_toolkit:
+                    fix = f"{expected} has no {name}: install the complete package (toolkit or driver) of this release"
+            checks.append(Check(SECTION, name, status, summary, fix, details=details))
             continue
         chosen = candidates[library["selected"]]
         chosen_real = chosen["real_path"] or chosen["path"]
@@ -93,7 +96,8 @@ def check_libraries(
             continue
         if os.path.dirname(chosen_real) == expected or chosen_real.startswith(expected + "/") or chosen["path"].startswith(expected + "/"):
             status = WARN if soname_note else PASS
-            checks.append(Check(SECTION, name, status, f"{chosen['path']} from the sourced toolkit (via {chosen['source']}, ELF{elf.get('class')})",
+            origin = "the driver" if name in DRIVER_LIBRARIES else "the sourced toolkit"
+            checks.append(Check(SECTION, name, status, f"{chosen['path']} from {origin} (via {chosen['source']}, ELF{elf.get('class')})",
                                 "the file's SONAME differs from its name: the toolkit is damaged, reinstall it", details=details))
             continue
         # The winner is not the sourced toolkit's copy.
