@@ -92,6 +92,9 @@ def runs(migrated, tmp_path_factory) -> tuple[dict[str, str], dict[str, str]]:
     return _run_all(CORPUS, "", tmp, on_npusim=False), _run_all(migrated, "_msft", tmp, on_npusim=True)
 
 
+PROGRAMS_WITH_FP32_CONVOLUTIONS = {"event_timing"}
+
+
 @pytest.mark.parametrize("program", SINGLE_PROCESS)
 def test_migrated_program_on_npusim_gives_the_cpu_losses(runs, program):
     original, on_npu = runs
@@ -99,7 +102,15 @@ def test_migrated_program_on_npusim_gives_the_cpu_losses(runs, program):
     assert "!!! " not in on_npu[program], on_npu[program]
     expected = losses(original[program])
     assert expected, original[program]
-    assert losses(on_npu[program]) == expected
+    got = losses(on_npu[program])
+    if program in PROGRAMS_WITH_FP32_CONVOLUTIONS:
+        # torch_npu runs fp32 convolutions in HF32 by default (torch.npu.conv.allow_hf32 = True), and so
+        # does npusim: the losses agree with the CPU run to HF32 precision, not bit for bit.
+        assert [step for step, _ in got] == [step for step, _ in expected]
+        for (_, value), (_, reference) in zip(got, expected):
+            assert float(value) == pytest.approx(float(reference), rel=1e-3)
+    else:
+        assert got == expected
 
 
 def test_npu_paths_were_taken(runs):

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from migration_helpers import migrate_code, run
+from migration_helpers import environment, migrate_code, run
 
 
 def changes_of(rows):
@@ -241,8 +241,9 @@ def test_distributed_entry_and_launch_script(tmp_path):
     if not dist.is_backend_available("hccl"):
         pytest.skip("hccl backend not built here: the launch script is checked, not run")
     launched = subprocess.run(
-        ["bash", script], env={**os.environ, "RANK_SIZE": "2", "NPU_LAUNCHER": f"{sys.executable} -m npusim run --no-summary",
-                               "MASTER_PORT": "29731"},
+        ["bash", script],
+        env=environment({"RANK_SIZE": "2", "NPU_LAUNCHER": f"{sys.executable} -m npusim run --no-summary",
+                         "MASTER_PORT": "29731"}),
         capture_output=True, text=True, timeout=180,
     )
     assert launched.returncode == 0, open(os.path.join(result.output, "train_rank0.log")).read()
