@@ -166,10 +166,10 @@ def scenario_ops():
         dist.recv(got, src=0)
         check("send/recv", torch.equal(got.cpu(), torch.full((3,), 7.0)))
     if RANK == 1:
-        dist.send(torch.full((2,), 5.0, device="npu"), dst=0)
+        dist.send(torch.full((2,), 5.0, device="npu"), dst=0, tag=7)
     elif RANK == 0:
         got = torch.empty(2, device="npu")
-        sender = dist.recv(got)
+        sender = dist.recv(got, tag=7)  # its own tag: other ranks' batch sends must not match
         check("recv any source", sender == 1 and torch.equal(got.cpu(), torch.full((2,), 5.0)))
     out = torch.empty(4, device="npu")
     ops = [dist.P2POp(dist.isend, torch.full((4,), float(RANK), device="npu"), peer),
