@@ -22,7 +22,9 @@ def free_port() -> int:
 
 def environment(extra: dict | None = None) -> dict:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(PYTHON_SOURCE) + os.pathsep + env.get("PYTHONPATH", "")
+    # The checkout's python/ when the extension is built there (as conftest), else the installed npusim.
+    if any((PYTHON_SOURCE / "npusim").glob("_C*.so")):
+        env["PYTHONPATH"] = str(PYTHON_SOURCE) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
     env["TORCH_NPU_WARNING_DISABLE"] = env.get("TORCH_NPU_WARNING_DISABLE", "0")
     env.update(extra or {})

@@ -56,6 +56,8 @@ def scenario_ops():
             failures.append(name)
 
     dtypes = [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int8]
+    if os.environ.get("OPS_DTYPES") == "short":
+        dtypes = [torch.float32, torch.bfloat16, torch.int64]
     for dtype in dtypes:
         ops = [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN]
         if dtype != torch.int8:
