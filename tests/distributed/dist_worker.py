@@ -227,17 +227,17 @@ def scenario_ops():
     from npusim.distributed import communication_report
 
     report = communication_report()
+    # abort(): the communicator is unusable afterwards, with a clear error.
+    backend = hccl_only._get_backend(torch.device("npu", 0))
+    backend.abort()
+    errors["aborted"] = error_text(lambda: dist.all_reduce(torch.ones(2, device="npu"), group=hccl_only))
     dist.destroy_process_group()
     emit({"checks": checks, "failures": failures, "errors": errors,
           "comm_calls": report["calls"], "operations": sorted(op["name"] for op in report["operations"])})
 
 
-def scenario_timeline():
+def timeline_check():
     """Work.wait() makes the current stream wait for the HCCL stream; compute overlaps until then."""
-    torch.npu.set_device(0)
-    dist.init_process_group("hccl")
-    from npusim import _C
-
     big = torch.ones(16 << 20, device="npu")  # 64 MiB: ~1 ms of modelled all-reduce on 910B
     torch.npu.synchronize()
     stream = torch.npu.current_stream()
@@ -252,9 +252,8 @@ def scenario_timeline():
     torch.npu.synchronize()
     issue_ms = start.elapsed_time(after_issue)
     wait_ms = start.elapsed_time(after_wait)
-    emit({"issue_ms": issue_ms, "wait_ms": wait_ms, "value": float(big[0].item()),
-          "stream": int(stream.stream_id)})
-    dist.destroy_process_group()
+    return {"issue_ms": issue_ms, "wait_ms": wait_ms, "value": float(big[0].item()),
+            "stream": int(stream.stream_id)}
 
 
 def _model():
@@ -281,6 +280,7 @@ def _reference():
 def scenario_ddp():
     torch.npu.set_device(0)
     dist.init_process_group("hccl", device_id=torch.device("npu", 0))
+    timeline = timeline_check()
     from torch.nn.parallel import DistributedDataParallel
 
     model = DistributedDataParallel(_model().to("npu"), bucket_cap_mb=0.0001)
@@ -295,7 +295,7 @@ def scenario_ddp():
     from npusim.distributed import communication_report
 
     report = communication_report()
-    emit({"max_difference": max(differences), "allreduce_calls": next(
+    emit({"max_difference": max(differences), "timeline": timeline, "allreduce_calls": next(
         (op["calls"] for op in report["operations"] if op["name"] == "allreduce"), 0)})
     dist.destroy_process_group()
 
@@ -351,7 +351,7 @@ def scenario_hung_rank():
     dist.init_process_group("hccl")
     dist.all_reduce(torch.ones(4, device="npu"))
     if RANK == 1:
-        time.sleep(int(os.environ["HCCL_EXEC_TIMEOUT"]) + 4)
+        time.sleep(int(os.environ["HCCL_EXEC_TIMEOUT"]) + 2)
         os._exit(0)
     start = time.monotonic()
     text = error_text(lambda: dist.all_reduce(torch.ones(4, device="npu")))

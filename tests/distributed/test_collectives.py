@@ -38,3 +38,4 @@ def test_errors_are_torch_npu_texts(two_ranks):
     assert "Tensors must be contiguous" in errors["noncontiguous"]
     # A CPU tensor given to a group that has only hccl names the device it lacks.
     assert "device type cpu" in errors["cpu_to_hccl"]
+    assert "was aborted or shut down" in errors["aborted"]

@@ -1,6 +1,6 @@
 """Launchers and topologies: torchrun, a two-server job on loopback addresses, estimate-only worlds."""
 
-import os
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -26,9 +26,17 @@ def test_torch_npu_run_is_an_alias_of_torchrun():
     assert 'torch_npu_run = "torch.distributed.run:main"' in text
 
 
-def test_two_servers_on_loopback_addresses():
+def test_two_servers_on_loopback_addresses(tmp_path):
+    # The rank table says which ranks share a server (no LOCAL_WORLD_SIZE): 2 servers of 2 NPUs.
+    table = {"version": "1.0", "server_count": "2", "status": "completed", "server_list": [
+        {"server_id": f"127.0.0.{s + 1}", "device": [
+            {"device_id": str(d), "device_ip": f"192.168.{s}.{d}", "rank_id": str(2 * s + d)} for d in range(2)]}
+        for s in range(2)]}
+    path = tmp_path / "rank_table.json"
+    path.write_text(json.dumps(table))
+
     def server(rank):
-        return {"HCCL_IF_IP": "127.0.0.1" if rank < 2 else "127.0.0.2", "LOCAL_WORLD_SIZE": "2",
+        return {"HCCL_IF_IP": "127.0.0.1" if rank < 2 else "127.0.0.2", "RANK_TABLE_FILE": str(path),
                 "LOCAL_RANK": str(rank % 2)}
 
     results = run_job("servers", 4, timeout=120, per_rank_env=server)

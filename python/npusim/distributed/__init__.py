@@ -66,7 +66,7 @@ def _is_910a() -> bool:
     return str(_C._chip_info()["soc_name"]).startswith("Ascend910A")
 
 
-def _rank_table():
+def _rank_table_from_environment():
     path = os.environ.get("RANK_TABLE_FILE", "").strip()
     if not path:
         return None
@@ -77,7 +77,7 @@ def _rank_table():
 
 def _ranks_per_server(world_size: int, global_ranks: list[int] | None) -> int:
     """How many ranks of this group share one server (the collective model's topology)."""
-    table = _rank_table()
+    table = _rank_table_from_environment()
     if table is not None:
         server_of = table.server_of_rank
         members = global_ranks if global_ranks else list(range(world_size))
@@ -142,7 +142,7 @@ def _create_hccl_backend(backend_options, process_group_options):
         )
     else:
         exec_timeout = timeout
-    table = _rank_table()
+    table = _rank_table_from_environment()
     if table is not None and not global_ranks and table.world_size != size:
         raise ValueError(
             f"RANK_TABLE_FILE {table.path} lists {table.world_size} ranks, but the process group has "
@@ -194,7 +194,7 @@ def _uses_hccl(backend, device_id) -> bool:
 
 
 def _bootstrap_from_rank_table() -> None:
-    table = _rank_table()
+    table = _rank_table_from_environment()
     if table is None:
         return
     os.environ.setdefault("MASTER_ADDR", table.servers[0])
