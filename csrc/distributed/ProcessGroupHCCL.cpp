@@ -214,14 +214,15 @@ void ProcessGroupHCCL::startCoalescing() {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::endCoalescing() {
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  int device = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     TORCH_CHECK(coalescing_, "endCoalescing() without startCoalescing()", distError(ErrorKind::kInvalidParameter));
     coalescing_ = false;
     works.swap(coalesced_);
+    if (placement_) device = placement_->device;
   }
   runtime::Event last;
-  int device = placement_ ? placement_->device : 0;
   std::vector<at::Tensor> outputs;
   for (const auto& work : works) {
     auto* hccl = static_cast<WorkHCCL*>(work.get());
