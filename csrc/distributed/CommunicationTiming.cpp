@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "backend/NpuStreams.h"
+#include "runtime/BusyIntervals.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::distributed {
@@ -19,7 +21,23 @@ struct Totals {
   uint64_t exposedNs = 0;
   uint64_t calls = 0;
   std::map<std::string, OperationTotals> operations;
+  std::set<std::pair<int, runtime::StreamId>> hcclStreams;
 };
+
+// Communication time during which another stream of the same device was busy.
+uint64_t overlapOf(const std::set<std::pair<int, runtime::StreamId>>& hcclStreams) {
+  uint64_t total = 0;
+  std::set<int> devices;
+  for (const auto& [device, stream] : hcclStreams) devices.insert(device);
+  for (int device : devices) {
+    std::vector<std::vector<runtime::BusyInterval>> communication, compute;
+    for (runtime::StreamId stream : runtime::streamsWithIntervals(device)) {
+      (hcclStreams.count({device, stream}) ? communication : compute).push_back(runtime::busyIntervals(device, stream));
+    }
+    total += runtime::overlapLength(runtime::unionOf(communication), runtime::unionOf(compute));
+  }
+  return total;
+}
 
 Totals& totals() {
   static Totals instance;
@@ -37,6 +55,7 @@ runtime::Event chargeCollective(const CommunicationPlacement& placement, perf::C
                                 bool peerSameServer) {
   auto& rt = runtime::Runtime::instance();
   auto& timeline = rt.timeline(placement.device);
+  if (!runtime::busyIntervalsEnabled()) runtime::enableBusyIntervals(true);
   const runtime::StreamId current = backend::currentStream(placement.device);
   runtime::Event inputsReady;
   timeline.recordEvent(inputsReady, current, false);
@@ -51,6 +70,7 @@ runtime::Event chargeCollective(const CommunicationPlacement& placement, perf::C
   std::lock_guard<std::mutex> lock(t.mutex);
   t.ns += cost.ns;
   t.calls += 1;
+  t.hcclStreams.insert({placement.device, placement.hcclStream});
   OperationTotals& entry = t.operations[perf::collectiveName(op)];
   entry.name = perf::collectiveName(op);
   entry.algorithm = cost.algorithm;
@@ -84,6 +104,8 @@ CommunicationTotals communicationTotals() {
   out.ns = t.ns;
   out.exposedNs = t.exposedNs;
   out.calls = t.calls;
+  out.overlapNs = overlapOf(t.hcclStreams);
+  out.overlapTruncated = runtime::busyIntervalsTruncated();
   for (const auto& [name, entry] : t.operations) out.operations.push_back(entry);
   return out;
 }
@@ -95,6 +117,7 @@ void resetCommunicationTotals() {
   t.exposedNs = 0;
   t.calls = 0;
   t.operations.clear();
+  runtime::clearBusyIntervals();
 }
 
 }  // namespace npusim::distributed

@@ -45,6 +45,8 @@ struct OperationTotals {
 struct CommunicationTotals {
   uint64_t ns = 0;         // modelled communication time, all operations
   uint64_t exposedNs = 0;  // stalls of compute streams in Work.wait
+  uint64_t overlapNs = 0;  // communication while a compute stream of its device was busy
+  bool overlapTruncated = false;  // too many intervals were recorded to count all
   uint64_t calls = 0;
   std::vector<OperationTotals> operations;
 };

@@ -193,6 +193,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::finish(c10d::OpType type, int d
     description.sequence = ++sequence_;
   }
   auto work = c10::make_intrusive<WorkHCCL>(description, done, std::move(inner), std::move(outputs), std::move(post));
+  // Collectives move their data before returning (npusim runs device work at
+  // issue; the timeline keeps it asynchronous). Point-to-point stays
+  // asynchronous: a send may wait for its matching receive (batch_isend_irecv).
+  const bool pointToPoint =
+      type == c10d::OpType::SEND || type == c10d::OpType::RECV || type == c10d::OpType::RECVANYSOURCE;
+  if (!pointToPoint && type != c10d::OpType::COALESCED) work->waitForData();
   std::lock_guard<std::mutex> lock(mutex_);
   if (coalescing_) coalesced_.push_back(work);
   return work;
@@ -208,14 +214,15 @@ void ProcessGroupHCCL::startCoalescing() {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::endCoalescing() {
   std::vector<c10::intrusive_ptr<c10d::Work>> works;
+  int device = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     TORCH_CHECK(coalescing_, "endCoalescing() without startCoalescing()", distError(ErrorKind::kInvalidParameter));
     coalescing_ = false;
     works.swap(coalesced_);
+    if (placement_) device = placement_->device;
   }
   runtime::Event last;
-  int device = placement_ ? placement_->device : 0;
   std::vector<at::Tensor> outputs;
   for (const auto& work : works) {
     auto* hccl = static_cast<WorkHCCL*>(work.get());
@@ -382,7 +389,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather_into_tensor_coalesced
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                         std::vector<at::Tensor>& inputs,
                                                         const c10d::GatherOptions& opts) {
-  TORCH_WARN_ONCE("HCCL doesn't support gather at the moment. Implemented with allgather instead.");
   checkUsable();
   checkTensorList(inputs);
   checkDataType(inputs[0], "gather", false);
@@ -407,7 +413,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::gather(std::vector<std::vector<
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::scatter(std::vector<at::Tensor>& outputs,
                                                          std::vector<std::vector<at::Tensor>>& inputs,
                                                          const c10d::ScatterOptions& opts) {
-  TORCH_WARN_ONCE("HCCL doesn't support scatter at the moment. Implemented with broadcast instead.");
   checkUsable();
   checkTensorList(outputs);
   checkDataType(outputs[0], "scatter", false);

@@ -1,5 +1,9 @@
 #include "distributed/WorkHCCL.h"
 
+#include <future>
+#include <memory>
+#include <thread>
+
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 
@@ -17,6 +21,7 @@ bool mentionsTimeout(const std::string& text) {
 }
 
 std::string messageOf(std::exception_ptr error) {
+  if (!error) return "no completion within the timeout";
   try {
     std::rethrow_exception(error);
   } catch (const c10::Error& e) {
@@ -61,13 +66,34 @@ WorkHCCL::WorkHCCL(Description description, runtime::Event done, std::vector<c10
     }
   };
   c10::List<c10::intrusive_ptr<c10::ivalue::Future>> futures(c10::FutureType::create(c10::AnyType::get()));
-  for (const auto& work : inner_) futures.push_back(work->getFuture());
-  if (futures.empty()) {
+  bool everyWorkHasFuture = true;
+  for (const auto& work : inner_) {
+    try {
+      futures.push_back(work->getFuture());
+    } catch (const c10::Error&) {
+      everyWorkHasFuture = false;  // some Gloo works (reduce_scatter of a list) have none
+      break;
+    }
+  }
+  if (inner_.empty()) {
     auto none = c10::make_intrusive<c10::ivalue::Future>(c10::NoneType::get());
     none->markCompleted(c10::IValue());
     complete(*none);
-  } else {
+  } else if (everyWorkHasFuture) {
     c10::collectAll(futures)->addCallback(std::move(complete));
+  } else {
+    // Without futures to chain on, a helper thread waits for the works so
+    // that the Future still completes by itself.
+    std::thread([inner = inner_, complete = std::move(complete)]() mutable {
+      auto status = c10::make_intrusive<c10::ivalue::Future>(c10::NoneType::get());
+      try {
+        for (auto& work : inner) work->wait();
+        status->markCompleted(c10::IValue());
+      } catch (...) {
+        status->setError(std::current_exception());
+      }
+      complete(*status);
+    }).detach();
   }
 }
 
@@ -112,31 +138,25 @@ void WorkHCCL::throwAsHcclError(std::exception_ptr error, bool timedOut, std::ch
                            backend::errorSuffix(backend::ErrorModule::kDist, backend::ErrorKind::kHcclCallFailed)));
 }
 
-bool WorkHCCL::wait(std::chrono::milliseconds timeout) {
+void WorkHCCL::waitForData(std::chrono::milliseconds timeout) {
+  // Waits on this Work's Future only: a Gloo send/recv buffer's completion can
+  // be waited for once, and the completion chain already waits for it.
   const std::chrono::milliseconds limit = timeout == kNoTimeout ? description_.timeout : timeout;
-  for (const auto& work : inner_) {
-    try {
-      if (limit.count() > 0) {
-        work->wait(limit);
-      } else {
-        work->wait();
-      }
-    } catch (const c10::Error& e) {
-      const std::string text = e.what_without_backtrace();
-      // A child WorkHCCL already speaks HCCL.
-      if (text.find("ERR02") != std::string::npos || text.find("HCCL") != std::string::npos) throw;
-      throwAsHcclError(std::current_exception(), text.find("Operation timed out") != std::string::npos,
-                       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_));
-    } catch (...) {
-      throwAsHcclError(std::current_exception(), false,
-                       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_));
-    }
+  auto signal = std::make_shared<std::promise<void>>();
+  std::future<void> completed = signal->get_future();
+  future_->addCallback([signal](c10::ivalue::Future&) { signal->set_value(); });
+  if (limit.count() > 0 && completed.wait_for(limit) == std::future_status::timeout) {
+    throwAsHcclError(nullptr, true, limit);
   }
-  future_->wait();
+  completed.wait();
   if (future_->hasError()) {
     throwAsHcclError(future_->exception_ptr(), false,
                      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_));
   }
+}
+
+bool WorkHCCL::wait(std::chrono::milliseconds timeout) {
+  waitForData(timeout);
   synchronize();
   if (description_.blockingWait) {
     NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().timeline(description_.device).synchronizeEvent(done_));

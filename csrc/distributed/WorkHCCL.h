@@ -51,6 +51,11 @@ class WorkHCCL : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
   const runtime::Event& doneEvent() const noexcept { return done_; }
+  // Blocks until the data has moved and any post-processing is done, without
+  // touching the simulated streams: npusim executes device work when it is
+  // issued, so code that orders on streams and events alone (FSDP) must find
+  // the data in place. Raises the HCCL-style error of a failure or timeout.
+  void waitForData(std::chrono::milliseconds timeout = kNoTimeout);
   std::string describe() const;
 
  private:

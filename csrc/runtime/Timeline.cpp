@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/BusyIntervals.h"
 #include "runtime/Error.h"
 
 namespace npusim::runtime {
@@ -59,9 +60,11 @@ SimTimeNs DeviceTimeline::submit(StreamId stream, SimTimeNs duration) {
   const SimTimeNs issued = host_.now();
   std::lock_guard<std::mutex> lock(mutex_);
   StreamState& s = state(stream);
-  s.clock = std::max(s.clock, issued) + duration;
+  const SimTimeNs start = std::max(s.clock, issued);
+  s.clock = start + duration;
   s.stats.tasks += 1;
   s.stats.busyNs += duration;
+  recordBusyInterval(device_, stream, start, s.clock);
   return s.clock;
 }
 

@@ -13,6 +13,11 @@ Rules where data would be needed (each warns once):
   boolean-mask indexing) assume the largest outcome: every element selected, every value distinct;
 - ``Tensor.item()`` returns 0, and copies to the host give zeros;
 - operators without a Meta kernel in PyTorch raise an error naming the operator.
+
+``estimate(world_size=W)`` also prices a distributed run of W ranks from this one process: the
+default process group is an ``hccl`` group whose collectives are checked and priced (HCCS inside a
+server of ``ranks_per_server`` NPUs, RoCE between servers) while no data moves
+(:mod:`npusim.distributed._estimate`).
 """
 
 from __future__ import annotations
@@ -24,13 +29,19 @@ __all__ = ["estimate", "is_estimate_only"]
 
 
 @contextlib.contextmanager
-def estimate() -> Iterator[None]:
-    """Run the block in estimate-only mode (nestable)."""
+def estimate(world_size: int | None = None, ranks_per_server: int | None = None) -> Iterator[None]:
+    """Run the block in estimate-only mode (nestable); with ``world_size``, as rank 0 of that many."""
     from npusim import _C
 
     _C._enter_estimate_only()
     try:
-        yield
+        if world_size is None:
+            yield
+        else:
+            from npusim.distributed._estimate import fake_world
+
+            with fake_world(world_size, ranks_per_server):
+                yield
     finally:
         _C._exit_estimate_only()
 

@@ -55,6 +55,14 @@ def performance_report(steps: int | None = None, reset: bool = False) -> dict[st
         ((name, int(counts["device_ns"]) / 1e9) for name, counts in operators.items() if counts["device_ns"]),
         key=lambda item: -item[1],
     )[:10]
+    from npusim.distributed._report import communication_section
+
+    communication = communication_section(report["elapsed_s"], busy_total)
+    if communication is not None:
+        report["communication"] = communication
+        # Waiting for communication that compute did not hide is not host-bound idling.
+        exposed = communication["communication_s"] - communication["overlap_s"]
+        report["host_bound_idle_s"] = max(0.0, report["host_bound_idle_s"] - exposed)
     if steps:
         report["steps"] = steps
         report["step_s"] = report["elapsed_s"] / steps
@@ -68,6 +76,9 @@ def reset_performance_report() -> None:
     from npusim import _C
 
     _C._reset_timing_totals()
+    from npusim.distributed._report import reset
+
+    reset()
 
 
 def _ms(seconds: float) -> str:
@@ -89,5 +100,9 @@ def format_performance_report(report: dict[str, Any]) -> list[str]:
     top = ", ".join(f"{name} {_ms(seconds)}" for name, seconds in report.get("top_operators", [])[:5])
     if top:
         lines.append(f"  top operators by device time: {top}")
+    if "communication" in report:
+        from npusim.distributed._report import format_lines
+
+        lines.extend(format_lines(report["communication"]))
     lines.append(f"  peak device memory: {report['peak_memory_bytes'] / 2**20:.2f} MiB")
     return lines

@@ -34,6 +34,8 @@ py::dict totalsAsDict() {
   out["ns"] = totals.ns;
   out["exposed_ns"] = totals.exposedNs;
   out["calls"] = totals.calls;
+  out["overlap_ns"] = totals.overlapNs;
+  out["overlap_truncated"] = totals.overlapTruncated;
   py::list operations;
   for (const auto& op : totals.operations) {
     py::dict entry;

@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import functools
 import os
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -65,7 +66,7 @@ def _is_910a() -> bool:
     return str(_C._chip_info()["soc_name"]).startswith("Ascend910A")
 
 
-def _rank_table():
+def _rank_table_from_environment():
     path = os.environ.get("RANK_TABLE_FILE", "").strip()
     if not path:
         return None
@@ -76,7 +77,7 @@ def _rank_table():
 
 def _ranks_per_server(world_size: int, global_ranks: list[int] | None) -> int:
     """How many ranks of this group share one server (the collective model's topology)."""
-    table = _rank_table()
+    table = _rank_table_from_environment()
     if table is not None:
         server_of = table.server_of_rank
         members = global_ranks if global_ranks else list(range(world_size))
@@ -141,7 +142,7 @@ def _create_hccl_backend(backend_options, process_group_options):
         )
     else:
         exec_timeout = timeout
-    table = _rank_table()
+    table = _rank_table_from_environment()
     if table is not None and not global_ranks and table.world_size != size:
         raise ValueError(
             f"RANK_TABLE_FILE {table.path} lists {table.world_size} ranks, but the process group has "
@@ -149,19 +150,24 @@ def _create_hccl_backend(backend_options, process_group_options):
         )
     if is_estimate_only() or _is_fake_store(store):
         # Estimate-only: collectives are priced and checked, no data moves.
-        mover = dist.distributed_c10d.FakeProcessGroup._create_internal(rank, size)
+        from torch._C._distributed_c10d import FakeProcessGroup
+
+        mover = FakeProcessGroup._create_internal(rank, size)
     else:
         from torch.distributed import ProcessGroupGloo
 
         gloo_options = ProcessGroupGloo._Options()
-        gloo_options._timeout = datetime.timedelta(seconds=environment.connect_timeout_s)
+        # Gloo's default timeout bounds the operations that take none (send/recv): HCCL_EXEC_TIMEOUT.
+        gloo_options._timeout = exec_timeout
         gloo_options._devices = _gloo_devices(environment)
+        # Its own key space: in "cpu:gloo,npu:hccl" the CPU Gloo backend rendezvouses on the same store.
+        hccl_store = dist.PrefixStore("hccl/", store)
         try:
-            mover = ProcessGroupGloo(store, rank, size, gloo_options)
+            mover = ProcessGroupGloo(hccl_store, rank, size, gloo_options)
         except RuntimeError as error:
             raise RuntimeError(
                 f"HCCL function error: HcclCommInitRootInfo(numRanks={size}, rank={rank}) failed: the ranks "
-                f"could not connect within HCCL_CONNECT_TIMEOUT={environment.connect_timeout_s} s ({error})"
+                f"could not connect ({error})"
                 + dist_error(ErrCode.HCCL)
             ) from error
         if hasattr(mover, "options"):
@@ -188,7 +194,7 @@ def _uses_hccl(backend, device_id) -> bool:
 
 
 def _bootstrap_from_rank_table() -> None:
-    table = _rank_table()
+    table = _rank_table_from_environment()
     if table is None:
         return
     os.environ.setdefault("MASTER_ADDR", table.servers[0])
@@ -237,6 +243,24 @@ def _wrap_init_process_group(original):
     return init_process_group
 
 
+_GATHER_WARNING = "HCCL doesn't support gather at the moment. Implemented with allgather instead."
+_SCATTER_WARNING = "HCCL doesn't support scatter at the moment. Implemented with broadcast instead."
+
+
+def _wrap_with_warning(original, text: str, tensor_argument: str):
+    """torch_npu's Python warning for gather/scatter of npu tensors (its distributed_c10d.py)."""
+
+    @functools.wraps(original)
+    def wrapper(*args, **kwargs):
+        tensor = args[0] if args else kwargs.get(tensor_argument)
+        if isinstance(tensor, torch.Tensor) and tensor.device.type == "npu":
+            warnings.warn(text, stacklevel=2)
+        return original(*args, **kwargs)
+
+    wrapper._npusim_wrapped = True
+    return wrapper
+
+
 def register() -> None:
     """Register ``hccl`` with torch.distributed (once per process; cheap, loads no extension)."""
     global _REGISTERED
@@ -249,6 +273,11 @@ def register() -> None:
         wrapped = _wrap_init_process_group(dist.distributed_c10d.init_process_group)
         dist.distributed_c10d.init_process_group = wrapped
         dist.init_process_group = wrapped
+    if not getattr(dist.gather, "_npusim_wrapped", False):
+        dist.gather = dist.distributed_c10d.gather = _wrap_with_warning(
+            dist.distributed_c10d.gather, _GATHER_WARNING, "tensor")
+        dist.scatter = dist.distributed_c10d.scatter = _wrap_with_warning(
+            dist.distributed_c10d.scatter, _SCATTER_WARNING, "tensor")
     _REGISTERED = True
 
 
