@@ -53,6 +53,21 @@ class SmallGPT(nn.Module):
         self.ln = nn.LayerNorm(width)
         self.head = nn.Linear(width, vocab, bias=False)
         self.head.weight = self.token.weight  # tied embeddings, as in GPT-2
+        self.apply(self._init_weights)
+        # GPT-2 scales the projections into the residual stream by 1/sqrt(2 x layers).
+        for block in self.blocks:
+            for projection in (block.attention.proj, block.mlp[2]):
+                nn.init.normal_(projection.weight, mean=0.0, std=0.02 / math.sqrt(2 * layers))
+
+    @staticmethod
+    def _init_weights(module):
+        # GPT-2's initialisation: weights N(0, 0.02), biases zero. With PyTorch's default
+        # unit-variance embeddings the tied output layer starts with logits of size ~sqrt(width)
+        # and a loss far above ln(vocab); with these the first loss is close to ln(vocab).
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
 
     def forward(self, tokens):
         positions = torch.arange(tokens.size(1), device=tokens.device)

@@ -8,6 +8,7 @@
 #include "backend/EstimateMode.h"
 #include "backend/InfNanMode.h"
 #include "backend/OperatorPlacement.h"
+#include "backend/OperatorRecords.h"
 #include "backend/PinnedMemory.h"
 #include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
@@ -38,7 +39,12 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlock
     chargeCopy(dst.device().index(), bytes, CopyDirection::kHostToDevice, isPinnedHostPointer(self.data_ptr()),
                nonBlocking);
   } else {
-    chargeCopy(dst.device().index(), bytes, CopyDirection::kDeviceToDevice, false, true);
+    // On the device: a Cast kernel when the dtype changes (autocast's casts, .to(dtype)), else a
+    // copy; both appear in the operator table and the placement counts.
+    static OperatorRecord& cast = nativeOperatorRecord("aten::_to_copy");
+    static OperatorRecord& copy = nativeOperatorRecord("aten::copy_");
+    const runtime::SimTimeNs ns = chargeDeviceCopy(dst.device().index(), self, dst);
+    countNativeCall(self.scalar_type() != dst.scalar_type() ? cast : copy, ns);
   }
   if (estimateOnly()) {
     // No data on the device: a copy to the host gives zeros, others move nothing.

@@ -187,9 +187,18 @@ PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts
 
 void recordSyncPoint(std::string_view what) {
   warnOrErrorOnSync();
-  const std::string source = currentSourceLocation();
+  // Labelled by what the user wrote where that is known; one count per
+  // library call (a torch.save of many tensors is one sync point).
+  const SyncDescription sync = describeCurrentSync();
+  if (sync.sameCall) return;
+  // An operator keeps its aten name next to the user's call: "torch.nonzero
+  // (aten::nonzero)", "Tensor.__getitem__ (aten::index.Tensor)".
+  std::string label(what);
+  if (!sync.label.empty()) {
+    label = what.rfind("aten::", 0) == 0 ? sync.label + " (" + std::string(what) + ")" : sync.label;
+  }
   std::lock_guard<std::mutex> lock(reportMutex);
-  ++syncPoints()[{std::string(what), source}];
+  ++syncPoints()[{std::move(label), sync.location}];
 }
 
 PlacementReport placementReport() {

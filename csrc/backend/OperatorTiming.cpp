@@ -155,6 +155,12 @@ void chargeDeviceCopy(int device, uint64_t bytes) {
   chargeCopy(device, bytes, CopyDirection::kDeviceToDevice, false, true);
 }
 
+runtime::SimTimeNs chargeDeviceCopy(int device, const at::Tensor& src, const at::Tensor& dst) {
+  const perf::TensorDesc in = describeTensor(src);
+  const perf::TensorDesc out = describeTensor(dst);
+  return chargeOperator(device, perf::OperatorKind::kDataMovement, &in, 1, &out, 1, runtime::Placement::kAiCore, false);
+}
+
 void chargeElementwise(int device, const at::Tensor& tensor) {
   const perf::TensorDesc desc = describeTensor(tensor);
   chargeOperator(device, perf::OperatorKind::kElementwise, &desc, 1, &desc, 1, runtime::Placement::kAiCore, false);

@@ -48,6 +48,10 @@ void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinned
 // A resize or similar that moves `bytes` within the device.
 void chargeDeviceCopy(int device, uint64_t bytes);
 
+// A copy from `src` into `dst` on the device (a Cast kernel when the dtypes
+// differ): reads src, writes dst. Returns its modelled device time.
+runtime::SimTimeNs chargeDeviceCopy(int device, const at::Tensor& src, const at::Tensor& dst);
+
 // An element-wise pass over `tensor` on its device (e.g. saturating it).
 void chargeElementwise(int device, const at::Tensor& tensor);
 

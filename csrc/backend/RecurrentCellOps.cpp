@@ -16,15 +16,19 @@
 
 #include "backend/KernelOperands.h"
 #include "backend/NpuAllocator.h"
+#include "backend/OperatorRecords.h"
 #include "backend/OperatorTiming.h"
 
 namespace npusim::backend {
 namespace {
 
-// Runs `compute` on host operands with its allocations in device memory, charges one
-// element-wise kernel per result, and returns the results as npu tensors.
+// Runs `compute` on host operands with its allocations in device memory, charges it as the
+// one fused AI Core kernel torch_npu runs (reading `operands`, writing the results), counts
+// the call under `record` for the reports, and returns the results as npu tensors.
 template <size_t N, typename Compute>
-std::array<at::Tensor, N> onDevice(const at::Tensor& anchor, Compute compute) {
+std::array<at::Tensor, N> onDevice(OperatorRecord& record, std::initializer_list<at::Tensor> operands,
+                                   Compute compute) {
+  const at::Tensor& anchor = *operands.begin();
   const int device = anchor.device().index();
   const c10::DeviceGuard guard(anchor.device());
   std::array<at::Tensor, N> results;
@@ -32,13 +36,22 @@ std::array<at::Tensor, N> onDevice(const at::Tensor& anchor, Compute compute) {
     const ScopedOutputDevice outputs(device);
     results = compute();
   }
+  c10::SmallVector<perf::TensorDesc, 8> inputs, produced;
+  for (const at::Tensor& operand : operands) {
+    if (operand.defined()) inputs.push_back(describeTensor(operand));
+  }
   for (auto& result : results) {
     if (!result.defined()) continue;
-    chargeElementwise(device, result);
     result = npuResult(result, device);
+    produced.push_back(describeTensor(result));
   }
+  countNativeCall(record, chargeOperator(device, perf::OperatorKind::kActivation, inputs.data(),
+                                         static_cast<int>(inputs.size()), produced.data(),
+                                         static_cast<int>(produced.size()), runtime::Placement::kAiCore, false));
   return results;
 }
+
+at::Tensor orUndefined(const std::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
 
 at::Tensor withBiases(at::Tensor gates, const std::optional<at::Tensor>& bias) {
   return bias.has_value() && bias->defined() ? gates + kernelOperand(*bias) : gates;
@@ -48,7 +61,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fusedLstmCell(const at::Tensor& i
                                                              const at::Tensor& hiddenGates, const at::Tensor& cx,
                                                              const std::optional<at::Tensor>& inputBias,
                                                              const std::optional<at::Tensor>& hiddenBias) {
-  auto results = onDevice<3>(inputGates, [&]() -> std::array<at::Tensor, 3> {
+  static OperatorRecord& record = nativeOperatorRecord("aten::_thnn_fused_lstm_cell");
+  auto results = onDevice<3>(record, {inputGates, hiddenGates, cx, orUndefined(inputBias), orUndefined(hiddenBias)},
+                             [&]() -> std::array<at::Tensor, 3> {
     at::Tensor gates = withBiases(withBiases(kernelOperand(inputGates) + kernelOperand(hiddenGates), inputBias),
                                   hiddenBias);
     auto chunks = gates.chunk(4, 1);
@@ -64,7 +79,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fusedLstmCellBackward(const std::
                                                                      const std::optional<at::Tensor>& gradCy,
                                                                      const at::Tensor& cx, const at::Tensor& cy,
                                                                      const at::Tensor& workspace, bool hasBias) {
-  auto results = onDevice<3>(workspace, [&]() -> std::array<at::Tensor, 3> {
+  static OperatorRecord& record = nativeOperatorRecord("aten::_thnn_fused_lstm_cell_backward_impl");
+  auto results = onDevice<3>(record, {workspace, orUndefined(gradHy), orUndefined(gradCy), cx, cy},
+                             [&]() -> std::array<at::Tensor, 3> {
     auto gates = kernelOperand(workspace).chunk(4, 1);
     const at::Tensor &i = gates[0], &f = gates[1], &g = gates[2], &o = gates[3];
     const at::Tensor c = kernelOperand(cy);
@@ -87,7 +104,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fusedLstmCellBackward(const std::
 std::tuple<at::Tensor, at::Tensor> fusedGruCell(const at::Tensor& inputGates, const at::Tensor& hiddenGates,
                                                 const at::Tensor& hx, const std::optional<at::Tensor>& inputBias,
                                                 const std::optional<at::Tensor>& hiddenBias) {
-  auto results = onDevice<2>(inputGates, [&]() -> std::array<at::Tensor, 2> {
+  static OperatorRecord& record = nativeOperatorRecord("aten::_thnn_fused_gru_cell");
+  auto results = onDevice<2>(record, {inputGates, hiddenGates, hx, orUndefined(inputBias), orUndefined(hiddenBias)},
+                             [&]() -> std::array<at::Tensor, 2> {
     auto in = withBiases(kernelOperand(inputGates), inputBias).chunk(3, 1);
     auto hidden = withBiases(kernelOperand(hiddenGates), hiddenBias).chunk(3, 1);
     const at::Tensor h = kernelOperand(hx);
@@ -102,7 +121,8 @@ std::tuple<at::Tensor, at::Tensor> fusedGruCell(const at::Tensor& inputGates, co
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fusedGruCellBackward(
     const at::Tensor& gradHy, const at::Tensor& workspace, bool hasBias) {
-  auto results = onDevice<5>(workspace, [&]() -> std::array<at::Tensor, 5> {
+  static OperatorRecord& record = nativeOperatorRecord("aten::_thnn_fused_gru_cell_backward");
+  auto results = onDevice<5>(record, {workspace, gradHy}, [&]() -> std::array<at::Tensor, 5> {
     auto parts = kernelOperand(workspace).chunk(5, 1);
     const at::Tensor &r = parts[0], &z = parts[1], &n = parts[2], &h = parts[3], &hn = parts[4];
     const at::Tensor dHy = kernelOperand(gradHy);

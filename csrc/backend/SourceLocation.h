@@ -14,4 +14,18 @@ using SourceLocator = std::string (*)();
 void setSourceLocator(SourceLocator locator) noexcept;
 std::string currentSourceLocation();
 
+// A synchronization as the user wrote it: where, what (e.g. "Tensor.__bool__",
+// "Tensor.tolist", "torch.save"; empty when unknown), and whether it belongs
+// to the same library call as the previous one (torch.save of a state dict
+// syncs once per tensor but is one call).
+struct SyncDescription {
+  std::string location;
+  std::string label;
+  bool sameCall = false;
+};
+using SyncDescriber = SyncDescription (*)();
+void setSyncDescriber(SyncDescriber describer) noexcept;
+// Without a describer: the locator's location, no label.
+SyncDescription describeCurrentSync();
+
 }  // namespace npusim::backend

@@ -40,6 +40,7 @@ __all__ = [
     "reset_placement_report",
     "performance_report",
     "reset_performance_report",
+    "step",
 ]
 
 _REGISTERED = False
@@ -115,6 +116,9 @@ def _register_backend() -> None:
     # Frames under these directories are library code: the placement report names the first
     # frame outside them as the user's source line.
     _C._set_library_paths([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
+    from npusim import _sync_labels
+
+    _sync_labels.set_library_prefixes([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
 
     if backend_registration._privateuse1_backend_name != "npu":
         # Also aliases ProfilerActivity.NPU and DeviceType.NPU.
@@ -174,7 +178,7 @@ _load()
 
 from npusim import npu  # noqa: E402  (torch.npu)
 from npusim.estimate import estimate, is_estimate_only  # noqa: E402
-from npusim.performance import performance_report, reset_performance_report  # noqa: E402
+from npusim.performance import performance_report, reset_performance_report, step  # noqa: E402
 from npusim.placement import placement_report, reset_placement_report  # noqa: E402
 from npusim import _data_parallel  # noqa: E402
 from npusim import _transfer_to_npu  # noqa: E402

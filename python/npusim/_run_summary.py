@@ -133,7 +133,7 @@ def format_summary(summary: RunSummary, program: str, exit_code: int) -> str:
     if summary.performance:
         from npusim.performance import format_performance_report
 
-        lines.extend(f"  {line}" for line in format_performance_report(summary.performance))
+        lines.extend(f"  {line}" for line in format_performance_report(summary.performance, failed=exit_code != 0))
     if summary.placement:
         from npusim.placement import format_placement_report
 

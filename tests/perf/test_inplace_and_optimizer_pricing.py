@@ -83,3 +83,16 @@ def test_sgd_fused_runs_in_estimate_mode(estimate):
         optimizer = torch.optim.SGD(params, lr=0.1, momentum=momentum, fused=True)
         optimizer.step()
         optimizer.step()
+
+
+def test_rms_norm_runs_as_its_decomposition_as_on_torch_npu_2_13(estimate):
+    # aten::rms_norm is CompositeImplicitAutograd and torch_npu 2.13 registers no NPU kernel for it
+    # or for aten::_fused_rms_norm (op-plugin's op_plugin_functions.yaml lists neither; only the
+    # custom torch_npu.npu_rms_norm is one fused kernel): F.rms_norm launches its decomposition.
+    x = torch.empty(8, 1024, 1024, requires_grad=True)
+    w = torch.empty(1024, requires_grad=True)
+    npusim.reset_placement_report()
+    torch.nn.functional.rms_norm(x, (1024,), w, 1e-5)
+    operators = npusim.placement_report()["operators"]
+    assert "aten::_fused_rms_norm" not in operators
+    assert {"aten::pow.Tensor_Scalar", "aten::mean.dim", "aten::rsqrt"} <= set(operators)

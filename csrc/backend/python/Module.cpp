@@ -172,6 +172,35 @@ std::string userSourceLocation() {
   return location;
 }
 
+// The sync as the user wrote it, from npusim._sync_labels (bytecode of the
+// user's frame); the plain location if that fails.
+SyncDescription describeSyncFromPython() {
+  if (!Py_IsInitialized()) return {};
+  const PyGILState_STATE gil = PyGILState_Ensure();
+  SyncDescription sync;
+  bool described = false;
+  PyObject* module = PyImport_ImportModule("npusim._sync_labels");
+  if (module != nullptr) {
+    PyObject* result = PyObject_CallMethod(module, "describe", nullptr);
+    if (result != nullptr && PyTuple_Check(result) && PyTuple_Size(result) == 3) {
+      const char* location = PyUnicode_AsUTF8(PyTuple_GetItem(result, 0));
+      const char* label = PyUnicode_AsUTF8(PyTuple_GetItem(result, 1));
+      if (location != nullptr && label != nullptr) {
+        sync.location = location;
+        sync.label = label;
+        sync.sameCall = PyObject_IsTrue(PyTuple_GetItem(result, 2)) == 1;
+        described = true;
+      }
+    }
+    Py_XDECREF(result);
+    Py_DECREF(module);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  PyGILState_Release(gil);
+  if (!described) sync.location = userSourceLocation();
+  return sync;
+}
+
 py::dict placementReportDict() {
   const PlacementReport report = placementReport();
   py::dict d;
@@ -216,6 +245,7 @@ PYBIND11_MODULE(_C, m) {
   m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";
   routeCpuKernelsThroughExecutor();
   setSourceLocator(&userSourceLocation);
+  setSyncDescriber(&describeSyncFromPython);
   m.def("_set_library_paths", [](const std::vector<std::string>& prefixes) { libraryPathPrefixes() = prefixes; });
   m.def("_enter_estimate_only", torch::wrap_pybind_function([]() { NPUSIM_TRANSLATE_ERRORS(enterEstimateOnly()); }));
   m.def("_exit_estimate_only", torch::wrap_pybind_function([]() { NPUSIM_TRANSLATE_ERRORS(exitEstimateOnly()); }));

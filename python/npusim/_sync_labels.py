@@ -1,0 +1,143 @@
+"""What the user wrote that made the host wait for the device, for the placement report.
+
+The backend sees a synchronization as ``_local_scalar_dense`` or a copy to the host; the user wrote
+``if tensor.all():`` (``Tensor.__bool__``), ``tensor.tolist()``, ``torch.save(state, path)`` or
+``float(loss)``. :func:`describe` finds the innermost frame outside the libraries, reads the
+bytecode instruction it is executing and names the call or the implicit conversion; syncs made
+inside one call of a library function (``torch.save`` of a state dict copies every tensor) are
+reported as one.
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import sys
+import types
+
+_library_prefixes: tuple[str, ...] = ()
+# The library call of the last sync, as a token stored in its frame's locals dict (not the frame
+# itself: holding it would keep the call's locals, a state dict and its device memory, alive).
+_CALL_TOKEN = "__npusim_sync_call__"
+_last_call: int | None = None
+_next_call = 0
+
+_BOOL_OPCODES = {
+    "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE", "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP",
+    "UNARY_NOT", "TO_BOOL",
+}
+_CALL_OPCODES = {"CALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_KW", "CALL_FUNCTION_KW", "CALL_FUNCTION_EX"}
+_NAME_OPCODES = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_ATTR", "LOAD_METHOD"}
+_MODULE_NAMES = {"torch", "np", "numpy", "torch_npu"}
+_BUILTIN_CONVERSIONS = {"float", "int", "bool", "complex", "print", "str", "repr", "format", "len", "list"}
+
+
+def set_library_prefixes(prefixes: list[str]) -> None:
+    global _library_prefixes
+    _library_prefixes = tuple(prefixes)
+
+
+def _is_library(filename: str) -> bool:
+    return not filename or filename.startswith("<frozen") or filename.startswith(_library_prefixes)
+
+
+def _argval_name(instruction: dis.Instruction) -> str:
+    value = instruction.argval
+    return value if isinstance(value, str) else str(value)
+
+
+def _callee(instructions: list[dis.Instruction], index: int) -> str:
+    """The dotted name of the function the call at ``index`` calls, from the loads that precede it
+    (simulating the stack of the expression backwards)."""
+    call = instructions[index]
+    arguments = call.arg or 0
+    if call.opname in ("CALL_FUNCTION_EX",):
+        arguments = 1
+    # Walk back over the argument expressions: each argument leaves one value on the stack.
+    needed = arguments
+    i = index - 1
+    while i >= 0 and instructions[i].opname in ("PRECALL", "KW_NAMES", "PUSH_NULL", "CACHE"):
+        i -= 1
+    while i >= 0 and needed > 0:
+        effect = dis.stack_effect(instructions[i].opcode, instructions[i].arg) if instructions[i].opcode >= dis.HAVE_ARGUMENT else dis.stack_effect(instructions[i].opcode)
+        needed -= effect
+        i -= 1
+    while i >= 0 and instructions[i].opname in ("PRECALL", "KW_NAMES", "PUSH_NULL", "CACHE"):
+        i -= 1
+    parts: list[str] = []
+    while i >= 0 and instructions[i].opname in _NAME_OPCODES:
+        parts.insert(0, _argval_name(instructions[i]))
+        if instructions[i].opname not in ("LOAD_ATTR", "LOAD_METHOD"):
+            return ".".join(parts)
+        i -= 1
+    # An attribute of an expression (`t.sum().item()`): a method of the expression's value.
+    return ".".join(["<value>"] + parts) if parts else ""
+
+
+@functools.lru_cache(maxsize=256)
+def _instructions(code: types.CodeType) -> list[dis.Instruction]:
+    return list(dis.get_instructions(code))
+
+
+def _label(frame: types.FrameType) -> str:
+    try:
+        instructions = _instructions(frame.f_code)
+    except Exception:
+        return ""
+    # f_lasti may point into an instruction's inline caches: take the instruction it belongs to.
+    index = -1
+    for i, instruction in enumerate(instructions):
+        if instruction.offset > frame.f_lasti:
+            break
+        index = i
+    if index < 0:
+        return ""
+    current = instructions[index]
+    if current.opname in _BOOL_OPCODES:
+        return "Tensor.__bool__"
+    if current.opname == "BINARY_SUBSCR":
+        return "Tensor.__getitem__"
+    if current.opname in _CALL_OPCODES:
+        name = _callee(instructions, index)
+        if not name:
+            return ""
+        head, _, attribute = name.rpartition(".")
+        if not head:
+            return f"{name}()" if name in _BUILTIN_CONVERSIONS else name
+        if head.split(".")[0] in _MODULE_NAMES and head != "<value>":
+            return f"{head}.{attribute}"
+        return f"Tensor.{attribute}"
+    return ""
+
+
+def describe() -> tuple[str, str, bool]:
+    """(source location, label, same call as the previous sync) of the sync happening now."""
+    global _last_call
+    frame = sys._getframe(1)
+    library_frame = None
+    while frame is not None and _is_library(frame.f_code.co_filename):
+        library_frame = frame
+        frame = frame.f_back
+    if frame is None:
+        return "", "", False
+    location = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    label = _label(frame)
+    # A sync inside a Python library call (torch.save) belongs to that call: the outermost library
+    # frame identifies it while it runs.
+    call = None
+    if library_frame is not None:
+        # A token in the library frame's locals dict identifies its call: the dict lives as long
+        # as the frame object, and a new call gets a new frame (and dict) even at the same address.
+        try:
+            local_names = library_frame.f_locals
+            call = local_names.get(_CALL_TOKEN)
+            if call is None:
+                global _next_call
+                _next_call += 1
+                call = local_names[_CALL_TOKEN] = _next_call
+        except Exception:
+            call = None
+    same_call = call is not None and call == _last_call
+    _last_call = call
+    return location, label, same_call

@@ -1,0 +1,162 @@
+"""The run summary itemises everything it prices: casts and fused RNN cells in the operator table and
+placement counts, syncs labelled by what the user wrote, per-step figures that say what they are."""
+
+import math
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import npusim
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def _counts():
+    report = npusim.placement_report()
+    return report, {name: c["ai_core"] + c["ai_cpu"] + c["cpu_fallback"] for name, c in report["operators"].items()}
+
+
+@pytest.fixture
+def fresh_reports():
+    torch.npu.synchronize()
+    npusim.reset_performance_report()
+    npusim.reset_placement_report()
+    yield
+
+
+def test_lstm_cells_are_one_fused_kernel_each_and_every_launch_is_itemised(fresh_reports):
+    lstm = torch.nn.LSTM(32, 64).npu()
+    x = torch.randn(5, 3, 32, device="npu")
+    npusim.reset_performance_report()
+    npusim.reset_placement_report()
+    out, _ = lstm(x)
+    out.sum().backward()
+    _, counts = _counts()
+    assert counts["aten::_thnn_fused_lstm_cell"] == 5  # one kernel per time step
+    assert counts["aten::_thnn_fused_lstm_cell_backward_impl"] == 5
+    assert npusim.performance_report()["launches"] == sum(counts.values())
+
+
+def test_gru_cells_are_itemised(fresh_reports):
+    gru = torch.nn.GRU(16, 16).npu()
+    npusim.reset_performance_report()
+    npusim.reset_placement_report()
+    gru(torch.randn(4, 2, 16, device="npu"))[0].sum().backward()
+    _, counts = _counts()
+    assert counts["aten::_thnn_fused_gru_cell"] == 4
+    assert counts["aten::_thnn_fused_gru_cell_backward"] == 4
+    assert npusim.performance_report()["launches"] == sum(counts.values())
+
+
+def test_autocast_casts_are_in_the_operator_table(fresh_reports):
+    linear = torch.nn.Linear(64, 64).npu()
+    x = torch.randn(8, 64, device="npu")
+    npusim.reset_performance_report()
+    npusim.reset_placement_report()
+    with torch.autocast("npu", dtype=torch.bfloat16):
+        linear(x)
+    report, counts = _counts()
+    assert counts["aten::_to_copy"] == 3  # input, weight, bias cast to bf16
+    assert report["operators"]["aten::_to_copy"]["device_ns"] > 0
+    assert npusim.performance_report()["launches"] == sum(counts.values())
+
+
+def _sync_labels():
+    return {(s["what"], s["count"]) for s in npusim.placement_report()["sync_points"]}
+
+
+def test_syncs_are_labelled_by_what_the_user_wrote(fresh_reports, tmp_path):
+    t = torch.ones(4, device="npu")
+    if t.all():
+        pass
+    t.tolist()
+    t.sum().item()
+    float(t.sum())
+    labels = {what for what, _ in _sync_labels()}
+    assert "Tensor.__bool__" in labels
+    assert "Tensor.tolist" in labels
+    assert "Tensor.item" in labels
+    assert "float()" in labels
+
+
+def test_torch_save_of_a_state_dict_is_one_sync_per_call(fresh_reports, tmp_path):
+    model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(5)]).npu()
+    torch.save(model.state_dict(), tmp_path / "a.pt")
+    torch.save(model.state_dict(), tmp_path / "b.pt")
+    saves = [s for s in npusim.placement_report()["sync_points"] if s["what"] == "torch.save"]
+    assert len(saves) == 2  # two call sites (lines), ten tensors each
+    assert all(s["count"] == 1 for s in saves)
+
+
+def test_marked_steps_give_the_mean_time_between_marks(fresh_reports):
+    x = torch.randn(256, 256, device="npu")
+    for _ in range(4):
+        x @ x
+        npusim.step()
+    for _ in range(20):  # evaluation after the last step: not part of the per-step figure
+        x @ x
+    report = npusim.performance_report(steps=100)
+    assert report["steps_source"] == "marked"
+    assert report["steps"] == 3
+    assert report["step_s"] < report["elapsed_s"] / 10
+
+
+def _npusim_run(tmp_path, code: str, *arguments: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "program.py"
+    script.write_text(textwrap.dedent(code))
+    return subprocess.run([sys.executable, "-m", "npusim", "run", *arguments, str(script)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_steps_option_says_what_it_divided(tmp_path):
+    result = _npusim_run(tmp_path, """
+        import torch
+        x = torch.randn(64, 64, device="npu")
+        for _ in range(3):
+            x @ x
+    """, "--steps", "3")
+    assert result.returncode == 0, result.stderr
+    assert "divided by --steps 3" in result.stderr
+    assert "npusim.step()" in result.stderr
+
+
+def test_a_run_that_fails_before_its_steps_prints_no_per_step_figure(tmp_path):
+    result = _npusim_run(tmp_path, """
+        import torch
+        x = torch.randn(64, 64, device="npu")
+        x @ x
+        raise RuntimeError("data loader broke")
+    """, "--steps", "10")
+    assert result.returncode == 1
+    assert "per step" not in result.stderr
+    assert "no per-step figure" in result.stderr
+
+
+def test_warnings_do_not_show_the_build_directory(tmp_path):
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import warnings, torch, npusim
+        warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) as caught:
+            p = torch.nn.Parameter(torch.ones(4, device="npu"))
+            p.grad = torch.ones(4, device="npu")
+            torch.optim.Adam([p], fused=True).step()  # _fused_adam_ has no NPU kernel in 2.13
+        print("\\n".join(str(w.message) for w in caught))
+    """)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "CAUTION" in result.stdout
+    assert "build" not in result.stdout and "../" not in result.stdout
+    assert "Triggered internally at csrc/backend/" in result.stdout
+
+
+def test_gpt_example_starts_near_ln_vocab():
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import gpt_transformer
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    losses = gpt_transformer.train("npu", steps=2)
+    assert abs(losses[0] - math.log(512)) < 0.3
