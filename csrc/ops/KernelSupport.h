@@ -56,7 +56,7 @@ perf::FusedKernelWork streamingWork(std::initializer_list<const at::Tensor*> inp
                                     std::initializer_list<const at::Tensor*> outputs, double elements,
                                     double opsPerElement);
 
-// Charges one launch of the fused kernel `op` ("npu::npu_rms_norm") on the
+// Charges one launch of the fused kernel `op` (a string literal, "npu::npu_rms_norm") on the
 // current stream of `device`, counts it in the reports, and returns its time.
 uint64_t chargeFusedKernel(int device, const char* op, perf::OperatorKind dispatchKind,
                            const perf::FusedKernelWork& work);
