@@ -4,7 +4,6 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "backend/EstimateMode.h"
 #include "backend/KernelOperands.h"
 #include "backend/NpuErrors.h"
 #include "backend/OperatorRecords.h"
@@ -20,8 +19,6 @@ std::optional<at::Tensor> hostOperand(const std::optional<at::Tensor>& npu) { re
 at::Tensor deviceResult(const at::Tensor& host, int device) {
   return backend::npuResultOrUndefined(host, device);
 }
-
-bool estimating() noexcept { return backend::estimateOnly(); }
 
 namespace {
 

@@ -27,9 +27,6 @@ std::optional<at::Tensor> hostOperand(const std::optional<at::Tensor>& npu);
 // is only accounted). Undefined stays undefined.
 at::Tensor deviceResult(const at::Tensor& host, int device);
 
-// Estimate-only mode (npusim.estimate()): shapes, no data.
-bool estimating() noexcept;
-
 // Every defined tensor argument must be an npu tensor, as torch_npu checks.
 void requireNpuTensors(std::initializer_list<const at::Tensor*> tensors);
 void requireNpuTensor(const std::optional<at::Tensor>& tensor);

@@ -142,6 +142,9 @@ TORCH_LIBRARY(npu, m) {
       "int antiquant_mode=0, int key_antiquant_mode=0, int value_antiquant_mode=0, "
       "bool softmax_lse_flag=False) -> (Tensor, Tensor)");
 
+  // ---- caches
+  m.def("npu_scatter_nd_update_(Tensor(a!) self, Tensor indices, Tensor updates) -> Tensor(a!)");
+
   // ---- quantisation
   m.def(
       "npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "

@@ -178,3 +178,22 @@ def test_mrope_text_and_multimodal_positions(mode):
     cos = torch.cat([cos3[i, :, 2 * i:2 * i + 2] for i in range(3)], -1)
     sin = torch.cat([sin3[i, :, 2 * i:2 * i + 2] for i in range(3)], -1)
     torch.testing.assert_close(oq.cpu().double(), neox_rope(q, cos, sin, head, interleave), rtol=1e-5, atol=1e-5)
+
+
+def test_scatter_nd_update_writes_cache_slots_in_place():
+    cache = torch.zeros(4, 3, 2)
+    indices = torch.tensor([[2], [0]])
+    updates = torch.arange(12, dtype=torch.float32).reshape(2, 3, 2)
+    npu_cache = cache.npu()
+    version = npu_cache._version
+    result = torch_npu.npu_scatter_nd_update_(npu_cache, indices.npu(), updates.npu())
+    assert result is npu_cache and npu_cache._version == version + 1
+    expected = cache.clone()
+    expected[2], expected[0] = updates[0], updates[1]
+    assert torch.equal(npu_cache.cpu(), expected)
+    # Two index dimensions address single rows of the last dimension's slices.
+    torch_npu.npu_scatter_nd_update_(npu_cache, torch.tensor([[1, 2]], dtype=torch.int32).npu(),
+                                     torch.tensor([[7.0, 8.0]]).npu())
+    assert npu_cache.cpu()[1, 2].tolist() == [7.0, 8.0]
+    with pytest.raises(RuntimeError, match="updates must have shape"):
+        torch_npu.npu_scatter_nd_update_(npu_cache, indices.npu(), torch.zeros(2, 3).npu())
