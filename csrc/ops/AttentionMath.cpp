@@ -72,17 +72,20 @@ at::Tensor blockedRowMax(const AttentionProblem& p, const at::Tensor& k) {
   const int64_t sq = p.q.size(2), skv = k.size(2);
   const int64_t rowsPerBlock =
       std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, p.q.size(0) * p.q.size(1) * skv));
-  const at::Tensor kt = k.to(at::kFloat).transpose(-2, -1);
+  // Scaling the query instead of the scores, and contiguous operands, keep
+  // each block to one batched GEMM and one reduction.
+  const at::Tensor scaled = (p.q.to(at::kFloat) * p.scale).contiguous();
+  const at::Tensor kt = k.to(at::kFloat).transpose(-2, -1).contiguous();
   std::vector<at::Tensor> blocks;
   for (int64_t row = 0; row < sq; row += rowsPerBlock) {
     const int64_t end = std::min(sq, row + rowsPerBlock);
-    at::Tensor s = at::matmul(p.q.slice(2, row, end).to(at::kFloat), kt) * p.scale;
+    at::Tensor s = at::matmul(scaled.slice(2, row, end), kt);
     if (p.causal) {
       const at::Tensor i = at::arange(row, end, s.options().dtype(at::kLong)).unsqueeze(1);
       const at::Tensor j = at::arange(skv, s.options().dtype(at::kLong)).unsqueeze(0);
-      s = s.masked_fill(j > i, -std::numeric_limits<float>::infinity());
+      s.masked_fill_(j > i, -std::numeric_limits<float>::infinity());
     }
-    blocks.push_back(std::get<0>(s.max(-1)));
+    blocks.push_back(s.amax(-1));
   }
   return at::cat(blocks, -1);
 }
