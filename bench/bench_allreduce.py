@@ -107,7 +107,10 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--no-ddp", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="3 iterations, no DDP step")
     args = parser.parse_args()
+    if args.quick:
+        args.iterations, args.no_ddp = min(args.iterations, 3), True
     if args.worker:
         worker(args.iterations)
         return

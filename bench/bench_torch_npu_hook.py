@@ -43,7 +43,10 @@ def timed(env: dict[str, str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--quick", action="store_true", help="3 runs")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = min(args.runs, 3)
     with tempfile.TemporaryDirectory() as folder:
         with_hook = Path(folder) / "with"
         without_hook = Path(folder) / "without"

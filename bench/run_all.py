@@ -22,6 +22,9 @@ BENCHMARKS = (
     "bench_peak_memory.py",
     "bench_import_time.py",
     "bench_migrate.py",
+    "bench_allreduce.py",
+    "bench_fused_ops.py",
+    "bench_torch_npu_hook.py",
 )
 
 

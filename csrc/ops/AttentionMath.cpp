@@ -6,6 +6,8 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 
 #include "ops/KernelSupport.h"
 
@@ -47,7 +49,45 @@ at::Tensor logits(const AttentionProblem& p, const at::Tensor& qf, const at::Ten
     s = s * p.scale;
   }
   if (p.masked.defined()) s = s.masked_fill(p.masked, -std::numeric_limits<float>::infinity());
+  if (p.causal) {
+    const int64_t sq = s.size(-2), skv = s.size(-1);
+    s = s.masked_fill(at::ones({sq, skv}, s.options().dtype(at::kBool)).triu(1),
+                      -std::numeric_limits<float>::infinity());
+  }
   return s;
+}
+
+// The common case (no pse, no dropout, no mask or a top-left causal one, equal
+// head dims) runs PyTorch's CPU flash-attention kernel: tiled, no score matrix
+// in memory, as the chip's kernel. The row max it does not return comes from
+// one extra pass of Q K^T over blocks of query rows.
+bool flashEligible(const AttentionProblem& p) {
+  const auto dtype = p.q.scalar_type();
+  return !p.q.is_meta() && !p.pse.defined() && !p.keep.defined() && !p.masked.defined() &&
+         (dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16) && p.q.size(-1) == p.v.size(-1) &&
+         (!p.causal || p.q.size(2) <= p.k.size(2));
+}
+
+at::Tensor blockedRowMax(const AttentionProblem& p, const at::Tensor& k) {
+  const int64_t sq = p.q.size(2), skv = k.size(2);
+  const int64_t rowsPerBlock =
+      std::max<int64_t>(1, (int64_t{1} << 22) / std::max<int64_t>(1, p.q.size(0) * p.q.size(1) * skv));
+  // Scaling the query instead of the scores, and contiguous operands, keep
+  // each block to one batched GEMM and one reduction.
+  const at::Tensor scaled = (p.q.to(at::kFloat) * p.scale).contiguous();
+  const at::Tensor kt = k.to(at::kFloat).transpose(-2, -1).contiguous();
+  std::vector<at::Tensor> blocks;
+  for (int64_t row = 0; row < sq; row += rowsPerBlock) {
+    const int64_t end = std::min(sq, row + rowsPerBlock);
+    at::Tensor s = at::matmul(scaled.slice(2, row, end), kt);
+    if (p.causal) {
+      const at::Tensor i = at::arange(row, end, s.options().dtype(at::kLong)).unsqueeze(1);
+      const at::Tensor j = at::arange(skv, s.options().dtype(at::kLong)).unsqueeze(0);
+      s.masked_fill_(j > i, -std::numeric_limits<float>::infinity());
+    }
+    blocks.push_back(s.amax(-1));
+  }
+  return at::cat(blocks, -1);
 }
 
 // A fully masked row has max -inf; exp against 0 keeps it at 0 instead of NaN.
@@ -65,6 +105,16 @@ at::Tensor probabilities(const at::Tensor& s, const at::Tensor& rowMax, const at
 
 AttentionOutputs attentionForward(const AttentionProblem& p) {
   const int64_t heads = p.q.size(1);
+  if (flashEligible(p)) {
+    const at::Tensor k = expandHeads(p.k, heads), v = expandHeads(p.v, heads);
+    auto [out, logSumExp] =
+        at::_scaled_dot_product_flash_attention_for_cpu(p.q, k, v, 0.0, p.causal, std::nullopt, p.scale);
+    AttentionOutputs result;
+    result.out = out;
+    result.rowMax = blockedRowMax(p, k);
+    result.rowSum = at::exp(logSumExp - finiteMax(result.rowMax));
+    return result;
+  }
   const at::Tensor qf = p.q.to(at::kFloat);
   const at::Tensor kf = expandHeads(p.k, heads).to(at::kFloat);
   const at::Tensor vf = expandHeads(p.v, heads).to(at::kFloat);
@@ -84,6 +134,18 @@ AttentionGrads attentionBackward(const AttentionProblem& p, const at::Tensor& do
                                  at::Tensor rowMax, at::Tensor rowSum) {
   const int64_t heads = p.q.size(1);
   const int64_t kvHeads = p.k.size(1);
+  if (flashEligible(p) && out.defined() && rowMax.defined() && rowSum.defined()) {
+    const at::Tensor k = expandHeads(p.k, heads), v = expandHeads(p.v, heads);
+    const at::Tensor logSumExp = finiteMax(rowMax) + at::log(rowSum);
+    const auto dtype = p.q.scalar_type();
+    auto [dq, dk, dv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+        dout.to(dtype), p.q, k, v, out.to(dtype), logSumExp, 0.0, p.causal, std::nullopt, p.scale);
+    AttentionGrads g;
+    g.dq = dq;
+    g.dk = kvHeads == heads ? dk : foldHeads(dk.to(at::kFloat), kvHeads);
+    g.dv = kvHeads == heads ? dv : foldHeads(dv.to(at::kFloat), kvHeads);
+    return g;
+  }
   const at::Tensor qf = p.q.to(at::kFloat);
   const at::Tensor kf = expandHeads(p.k, heads).to(at::kFloat);
   const at::Tensor vf = expandHeads(p.v, heads).to(at::kFloat);

@@ -25,6 +25,7 @@ struct AttentionProblem {
   at::Tensor v;  // [B, Nkv, Skv, Dv]
   at::Tensor pse;     // optional: broadcastable to [B, N, Sq, Skv]
   at::Tensor masked;  // optional: bool, broadcastable to [B, N, Sq, Skv], true = masked out
+  bool causal = false;  // top-left causal (key j > query i masked), in place of `masked`
   double scale = 1.0;
   bool pseInsideScale = true;  // scale*(QK^T + pse) (FA, pse_type 1); else scale*QK^T + pse
   at::Tensor keep;             // optional: bool dropout keep mask [B, N, Sq, Skv]
@@ -32,13 +33,13 @@ struct AttentionProblem {
 };
 
 struct AttentionOutputs {
-  at::Tensor out;     // fp32 [B, N, Sq, Dv]
+  at::Tensor out;     // [B, N, Sq, Dv]: fp32, or q's dtype from the flash path
   at::Tensor rowMax;  // fp32 [B, N, Sq]: max of the scaled, masked logits
   at::Tensor rowSum;  // fp32 [B, N, Sq]: sum of exp(logit - max)
 };
 
 struct AttentionGrads {
-  at::Tensor dq, dk, dv;  // fp32, shapes of q, k, v
+  at::Tensor dq, dk, dv;  // shapes of q, k, v: fp32, or q's dtype from the flash path
   at::Tensor dpse;        // fp32, shape of pse (undefined without pse)
 };
 

@@ -175,6 +175,12 @@ struct Options {
   std::vector<int64_t> prefix;
 };
 
+// Modes whose mask is "key after query" from the top-left corner: the fast
+// causal path of the math needs no mask tensor for them.
+bool isTopLeftCausal(int64_t sparseMode, int64_t sq, int64_t skv) {
+  return sparseMode == 2 || (sparseMode == 3 && sq == skv);
+}
+
 // The problem of one block, in BNSD.
 AttentionProblem problemOf(const Geometry& g, const Block& block, const Tensor& q, const Tensor& k, const Tensor& v,
                            const OptionalTensor& pse, const Tensor& mask, const Tensor& keepFlat, const Options& o) {
@@ -190,7 +196,11 @@ AttentionProblem problemOf(const Geometry& g, const Block& block, const Tensor& 
     p.v = toBnsd(v.slice(0, block.kvBegin, block.kvEnd), g.layout, g.kvHeads);
     Tensor given;
     if (mask.defined()) given = mask.slice(-2, 0, sq).slice(-1, 0, skv);
-    if (mask.defined()) p.masked = sparseModeMask(o.sparseMode, given, sq, skv, o.pre, o.next, 0, maskOptions);
+    if (mask.defined() && isTopLeftCausal(o.sparseMode, sq, skv)) {
+      p.causal = true;
+    } else if (mask.defined()) {
+      p.masked = sparseModeMask(o.sparseMode, given, sq, skv, o.pre, o.next, 0, maskOptions);
+    }
     if (keepFlat.defined()) {
       p.keep = keepFlat.slice(0, block.maskBegin, block.maskBegin + g.heads * sq * skv).view({1, g.heads, sq, skv});
     }
@@ -209,6 +219,8 @@ AttentionProblem problemOf(const Geometry& g, const Block& block, const Tensor& 
         perBatch.push_back(sparseModeMask(6, Tensor(), g.sq, g.skv, o.pre, o.next, o.prefix[b], maskOptions));
       }
       p.masked = at::stack(perBatch).unsqueeze(1);
+    } else if (isTopLeftCausal(o.sparseMode, g.sq, g.skv)) {
+      p.causal = true;
     } else {
       p.masked = sparseModeMask(o.sparseMode, mask, g.sq, g.skv, o.pre, o.next, 0, maskOptions);
     }

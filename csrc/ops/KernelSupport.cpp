@@ -1,6 +1,9 @@
 #include "ops/KernelSupport.h"
 
-#include "backend/EstimateMode.h"
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+
 #include "backend/KernelOperands.h"
 #include "backend/NpuErrors.h"
 #include "backend/OperatorRecords.h"
@@ -16,8 +19,6 @@ std::optional<at::Tensor> hostOperand(const std::optional<at::Tensor>& npu) { re
 at::Tensor deviceResult(const at::Tensor& host, int device) {
   return backend::npuResultOrUndefined(host, device);
 }
-
-bool estimating() noexcept { return backend::estimateOnly(); }
 
 namespace {
 
@@ -133,18 +134,34 @@ perf::FusedKernelWork streamingWork(std::initializer_list<const at::Tensor*> inp
   return work;
 }
 
+namespace {
+
+// The report record of `op` ("npu::npu_apply_adam_w.out": schema name, then
+// overload), looked up once per call site: `op` is a string literal, so its
+// address identifies it.
+backend::OperatorRecord& recordOf(const char* op) {
+  static std::mutex mutex;
+  static std::unordered_map<const char*, backend::OperatorRecord*> records;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = records[op];
+  if (slot == nullptr) {
+    const std::string_view qualified(op);
+    const size_t dot = qualified.find('.');
+    slot = dot == std::string_view::npos
+               ? &backend::nativeOperatorRecord(op)
+               : &backend::nativeOperatorRecord(std::string(qualified.substr(0, dot)).c_str(),
+                                                std::string(qualified.substr(dot + 1)).c_str());
+  }
+  return *slot;
+}
+
+}  // namespace
+
 uint64_t chargeFusedKernel(int device, const char* op, perf::OperatorKind dispatchKind,
                            const perf::FusedKernelWork& work) {
   const perf::FusedKernelCost cost = perf::priceFusedKernel(backend::chipRates(), work);
   const auto deviceNs = static_cast<runtime::SimTimeNs>(cost.seconds * 1e9 + 0.5);
-  // "npu::npu_apply_adam_w.out": the schema name, then the overload.
-  const std::string_view qualified(op);
-  const size_t dot = qualified.find('.');
-  backend::OperatorRecord& record =
-      dot == std::string_view::npos
-          ? backend::nativeOperatorRecord(op)
-          : backend::nativeOperatorRecord(std::string(qualified.substr(0, dot)).c_str(),
-                                          std::string(qualified.substr(dot + 1)).c_str());
+  backend::OperatorRecord& record = recordOf(op);
   const runtime::SimTimeNs charged = backend::chargeModelledKernel(
       device, dispatchKind, deviceNs, cost.unit, cost.unit == perf::Unit::kCube ? cost.flops : 0.0, cost.bytes);
   backend::countNativeCall(record, charged);

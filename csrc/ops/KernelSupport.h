@@ -27,9 +27,6 @@ std::optional<at::Tensor> hostOperand(const std::optional<at::Tensor>& npu);
 // is only accounted). Undefined stays undefined.
 at::Tensor deviceResult(const at::Tensor& host, int device);
 
-// Estimate-only mode (npusim.estimate()): shapes, no data.
-bool estimating() noexcept;
-
 // Every defined tensor argument must be an npu tensor, as torch_npu checks.
 void requireNpuTensors(std::initializer_list<const at::Tensor*> tensors);
 void requireNpuTensor(const std::optional<at::Tensor>& tensor);
@@ -56,7 +53,7 @@ perf::FusedKernelWork streamingWork(std::initializer_list<const at::Tensor*> inp
                                     std::initializer_list<const at::Tensor*> outputs, double elements,
                                     double opsPerElement);
 
-// Charges one launch of the fused kernel `op` ("npu::npu_rms_norm") on the
+// Charges one launch of the fused kernel `op` (a string literal, "npu::npu_rms_norm") on the
 // current stream of `device`, counts it in the reports, and returns its time.
 uint64_t chargeFusedKernel(int device, const char* op, perf::OperatorKind dispatchKind,
                            const perf::FusedKernelWork& work);

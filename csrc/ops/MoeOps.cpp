@@ -242,7 +242,8 @@ std::tuple<Tensor, Tensor> permuteHost(const Tensor& tokens, const Tensor& indic
   checkTokens(tokens, indices);
   if (paddedMode) {
     // Capacity layout: indices [E, capacity] list the token ids per expert.
-    return {tokens.index_select(0, indices.reshape(-1).to(at::kLong)), indices.to(at::kInt)};
+    // A fresh map (never a view of the caller's indices).
+    return {tokens.index_select(0, indices.reshape(-1).to(at::kLong)), indices.to(at::kInt, false, true)};
   }
   const int64_t topK = indices.dim() == 2 ? indices.size(1) : 1;
   const Tensor flat = indices.reshape(-1);

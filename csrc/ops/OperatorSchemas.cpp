@@ -33,6 +33,9 @@ TORCH_LIBRARY(npu, m) {
   m.def(
       "npu_rotary_mul_backward(Tensor grad, Tensor self, Tensor r1, Tensor r2, str rotary_mode='half') "
       "-> (Tensor, Tensor, Tensor)");
+  m.def(
+      "npu_mrope(Tensor positions, Tensor query, Tensor key, Tensor cos_sin_cache, int head_size, *, "
+      "int[]? mrope_section=None, str? rotary_mode='half', str? cache_mode='default') -> (Tensor, Tensor)");
   m.def("npu_swiglu(Tensor self, int dim=-1) -> Tensor");
   m.def("npu_swiglu_backward(Tensor grad_output, Tensor self, int dim=-1) -> Tensor");
   m.def("npu_geglu(Tensor self, int dim=-1, int approximate=1, bool activate_left=False) -> (Tensor, Tensor)");
@@ -139,8 +142,16 @@ TORCH_LIBRARY(npu, m) {
       "int antiquant_mode=0, int key_antiquant_mode=0, int value_antiquant_mode=0, "
       "bool softmax_lse_flag=False) -> (Tensor, Tensor)");
 
+  // ---- caches
+  m.def("npu_scatter_nd_update_(Tensor(a!) self, Tensor indices, Tensor updates) -> Tensor(a!)");
+
   // ---- quantisation
   m.def(
       "npu_dynamic_quant(Tensor input, *, Tensor? smooth_scales=None, Tensor? group_index=None, "
       "int? dst_type=None, str quant_mode=\"pertoken\", float dst_type_max=0.0) -> (Tensor, Tensor)");
+  m.def(
+      "npu_quant_matmul(Tensor x1, Tensor x2, Tensor scale, *, Tensor? offset=None, Tensor? pertoken_scale=None, "
+      "Tensor? bias=None, int? output_dtype=None, int? x1_dtype=None, int? x2_dtype=None, "
+      "int? pertoken_scale_dtype=None, int? scale_dtype=None, int[]? group_sizes=None, Tensor? y_scale=None) "
+      "-> Tensor");
 }

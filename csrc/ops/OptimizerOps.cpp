@@ -2,6 +2,8 @@
 // step updating var, m and v in place (.out forms; the functional forms raise
 // as on the aclnn path). Math in fp32, written back in the tensors' dtypes.
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
 #include "ops/KernelSupport.h"
@@ -125,6 +127,49 @@ Outputs adamOutMeta(const at::Scalar& beta1Power, const at::Scalar& beta2Power, 
                      false);
 }
 
+// In-place updates bump the version counters of var, m and v, so that
+// autograd notices tensors it saved being overwritten (as for aten's in-place ops).
+void bumpVersions(Tensor& var, Tensor& m, Tensor& v) {
+  for (Tensor* t : {&var, &m, &v}) t->unsafeGetTensorImpl()->bump_version();
+}
+
+Outputs adamWOutInplaceOrView(const at::Scalar& beta1Power, const at::Scalar& beta2Power, const at::Scalar& lr,
+                              const at::Scalar& weightDecay, const at::Scalar& beta1, const at::Scalar& beta2,
+                              const at::Scalar& epsilon, const Tensor& grad, const OptionalTensor& maxGradNorm,
+                              std::optional<bool> amsgrad, std::optional<bool> maximize, Tensor& var, Tensor& m,
+                              Tensor& v) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("npu::npu_apply_adam_w", "out")
+                       .typed<Outputs(const at::Scalar&, const at::Scalar&, const at::Scalar&, const at::Scalar&,
+                                      const at::Scalar&, const at::Scalar&, const at::Scalar&, const Tensor&,
+                                      const OptionalTensor&, std::optional<bool>, std::optional<bool>, Tensor&,
+                                      Tensor&, Tensor&)>();
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(beta1Power, beta2Power, lr, weightDecay, beta1, beta2, epsilon, grad, maxGradNorm, amsgrad, maximize, var,
+            m, v);
+  }
+  bumpVersions(var, m, v);
+  return {var, m, v};
+}
+
+Outputs adamOutInplaceOrView(const at::Scalar& beta1Power, const at::Scalar& beta2Power, const at::Scalar& lr,
+                             const at::Scalar& beta1, const at::Scalar& beta2, const at::Scalar& epsilon,
+                             const Tensor& grad, std::optional<bool> useLocking, std::optional<bool> useNesterov,
+                             Tensor& var, Tensor& m, Tensor& v) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("npu::npu_apply_adam", "out")
+                       .typed<Outputs(const at::Scalar&, const at::Scalar&, const at::Scalar&, const at::Scalar&,
+                                      const at::Scalar&, const at::Scalar&, const Tensor&, std::optional<bool>,
+                                      std::optional<bool>, Tensor&, Tensor&, Tensor&)>();
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(beta1Power, beta2Power, lr, beta1, beta2, epsilon, grad, useLocking, useNesterov, var, m, v);
+  }
+  bumpVersions(var, m, v);
+  return {var, m, v};
+}
+
 // The functional forms have no aclnn kernel in torch_npu.
 std::tuple<Tensor, Tensor, Tensor> adamWFunctional(const at::Scalar&, const at::Scalar&, const at::Scalar&,
                                                    const at::Scalar&, const at::Scalar&, const at::Scalar&,
@@ -152,6 +197,11 @@ TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
 TORCH_LIBRARY_IMPL(npu, Meta, m) {
   m.impl("npu_apply_adam_w.out", TORCH_FN(adamWOutMeta));
   m.impl("npu_apply_adam.out", TORCH_FN(adamOutMeta));
+}
+
+TORCH_LIBRARY_IMPL(npu, ADInplaceOrView, m) {
+  m.impl("npu_apply_adam_w.out", TORCH_FN(adamWOutInplaceOrView));
+  m.impl("npu_apply_adam.out", TORCH_FN(adamOutInplaceOrView));
 }
 
 }  // namespace npusim::ops

@@ -1,5 +1,7 @@
-// npu_dynamic_quant (reference §5.6): per-token symmetric int8 quantisation,
-// scale = rowmax|x * smooth| / 127, one fused kernel.
+// Quantisation helpers of torch_npu (reference §5.6), each one fused kernel:
+// npu_dynamic_quant (per-token symmetric int8, scale = rowmax|x * smooth| / 127)
+// and npu_quant_matmul (int8 x int8 on the Cube, int32 accumulation, then
+// dequantisation by scale, per-token scale, offset and bias).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -46,9 +48,92 @@ std::tuple<Tensor, Tensor> dynamicQuantNpu(const Tensor& input, const OptionalTe
   return {deviceResult(y, device), deviceResult(scale, device)};
 }
 
+// ---- quantised matmul
+
+#define NPUSIM_QMM_PARAMS                                                                                          \
+  const Tensor &x1, const Tensor &x2, const Tensor &scale, const OptionalTensor &offset,                          \
+      const OptionalTensor &pertokenScale, const OptionalTensor &bias, std::optional<int64_t> outputDtype,         \
+      std::optional<int64_t> x1Dtype, std::optional<int64_t> x2Dtype, std::optional<int64_t> pertokenScaleDtype,   \
+      std::optional<int64_t> scaleDtype, at::OptionalIntArrayRef groupSizes, const OptionalTensor &yScale
+#define NPUSIM_QMM_ARGS                                                                                            \
+  x1, x2, scale, offset, pertokenScale, bias, outputDtype, x1Dtype, x2Dtype, pertokenScaleDtype, scaleDtype,       \
+      groupSizes, yScale
+
+at::ScalarType quantOutputDtype(std::optional<int64_t> outputDtype) {
+  if (!outputDtype.has_value()) return at::kChar;
+  const auto dtype = static_cast<at::ScalarType>(*outputDtype);
+  NPU_OPS_CHECK_VALUE(dtype == at::kChar || dtype == at::kHalf || dtype == at::kBFloat16 || dtype == at::kInt,
+                      "npu_quant_matmul: output_dtype must be int8, float16, bfloat16 or int32, but got ",
+                      *outputDtype);
+  return dtype;
+}
+
+Tensor quantMatmulHost(NPUSIM_QMM_PARAMS) {
+  NPU_OPS_CHECK(x1.scalar_type() == at::kChar && x2.scalar_type() == at::kChar,
+                "npu_quant_matmul: npusim supports int8 x1 and x2, but got ", x1.scalar_type(), " and ",
+                x2.scalar_type());
+  NPU_OPS_CHECK(x1.dim() >= 2 && x1.dim() <= 6 && x2.dim() >= 2 && x2.dim() <= 6,
+                "npu_quant_matmul: x1 and x2 must be 2 to 6 dimensional, but got ", x1.dim(), " and ", x2.dim());
+  NPU_OPS_CHECK(x1.size(-1) == x2.size(-2), "npu_quant_matmul: the inner dimensions differ: ", x1.sizes(), " and ",
+                x2.sizes());
+  TORCH_CHECK(!groupSizes.has_value() && !yScale.has_value() && !x1Dtype.has_value() && !x2Dtype.has_value(),
+              "npu_quant_matmul: group_sizes, y_scale and the fp8/hif8/MX dtypes are not supported by npusim.",
+              notSupported());
+  const at::ScalarType dtype = quantOutputDtype(outputDtype);
+  // int8 products summed in float64 are exact (the chip accumulates in int32).
+  Tensor y = at::matmul(x1.to(at::kDouble), x2.to(at::kDouble));
+  const bool intBias = bias.has_value() && bias->scalar_type() == at::kInt;
+  if (intBias) y = y + bias->to(at::kDouble);
+  if (dtype == at::kInt) {
+    NPU_OPS_CHECK(!pertokenScale.has_value() && !offset.has_value(),
+                  "npu_quant_matmul: int32 output takes no pertoken_scale or offset");
+    return y.to(at::kInt);
+  }
+  y = y * scale.to(at::kDouble);
+  if (pertokenScale.has_value()) y = y * pertokenScale->to(at::kDouble).unsqueeze(-1);
+  if (bias.has_value() && !intBias) y = y + bias->to(at::kDouble);
+  if (offset.has_value()) y = y + offset->to(at::kDouble);
+  if (dtype == at::kChar) return at::round(y).clamp(-128, 127).to(at::kChar);
+  return y.to(dtype);
+}
+
+Tensor quantMatmulMeta(NPUSIM_QMM_PARAMS) { return quantMatmulHost(NPUSIM_QMM_ARGS); }
+
+Tensor quantMatmulNpu(NPUSIM_QMM_PARAMS) {
+  requireChip("npu_quant_matmul", {ChipFamily::kAtlasA2, ChipFamily::kAtlasA3, ChipFamily::kAscend310P});
+  requireNpuTensors({&x1, &x2, &scale});
+  requireNpuTensor(offset);
+  requireNpuTensor(pertokenScale);
+  requireNpuTensor(bias);
+  const int device = x1.device().index();
+  const Tensor out = quantMatmulHost(hostOperand(x1), hostOperand(x2), hostOperand(scale), hostOperand(offset),
+                                     hostOperand(pertokenScale), hostOperand(bias), outputDtype, x1Dtype, x2Dtype,
+                                     pertokenScaleDtype, scaleDtype, groupSizes, hostOperand(yScale));
+  perf::FusedKernelWork work;
+  work.precision = perf::CubePrecision::kInt8;
+  work.operandBytes = 1;
+  const int64_t k = x1.size(-1);
+  const int64_t m = x1.size(-2);
+  const int64_t n = x2.size(-1);
+  const int64_t batch = k > 0 && m > 0 ? std::max<int64_t>(1, out.numel() / std::max<int64_t>(1, m * n)) : 1;
+  work.addGemm(perf::GemmShape{batch, m, n, k});
+  work.vectorElements = double(out.numel());
+  work.opsPerElement = 4;  // dequantise: scale, per-token scale, offset, cast
+  work.hbmBytes = bytesOf(x1) + bytesOf(x2) + bytesOf(scale) + bytesOf(pertokenScale) + bytesOf(bias) +
+                  bytesOf(offset) + bytesOf(out);
+  chargeFusedKernel(device, "npu::npu_quant_matmul", perf::OperatorKind::kMatmul, work);
+  return deviceResult(out, device);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) { m.impl("npu_dynamic_quant", TORCH_FN(dynamicQuantNpu)); }
-TORCH_LIBRARY_IMPL(npu, Meta, m) { m.impl("npu_dynamic_quant", TORCH_FN(dynamicQuantHost)); }
+TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
+  m.impl("npu_dynamic_quant", TORCH_FN(dynamicQuantNpu));
+  m.impl("npu_quant_matmul", TORCH_FN(quantMatmulNpu));
+}
+TORCH_LIBRARY_IMPL(npu, Meta, m) {
+  m.impl("npu_dynamic_quant", TORCH_FN(dynamicQuantHost));
+  m.impl("npu_quant_matmul", TORCH_FN(quantMatmulMeta));
+}
 
 }  // namespace npusim::ops

@@ -1,6 +1,7 @@
 // npu_rotary_mul and npu_rotary_mul_backward (reference §4.3): out = x*cos +
 // rot(x)*sin in "half" (rotate_half) or "interleave" pairs, or with an explicit
-// rotation matrix; one fused kernel.
+// rotation matrix; and npu_mrope (§5.7): RoPE from a cos/sin cache indexed by
+// positions, with Qwen2-VL's multimodal sections. One fused kernel each.
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
@@ -140,14 +141,92 @@ Tensor rotaryMulAutograd(const Tensor& x, const Tensor& r1, const Tensor& r2, c1
   return RotaryMulFunction::apply(x, r1, r2, std::string(mode), rotateMatrix);
 }
 
+// ---- npu_mrope
+
+// RoPE on the first rotary_dim features of each head of x [T, heads * head_size],
+// with cos/sin [T, rotary_dim / 2] (vLLM's rotary embedding formulation).
+Tensor ropeWithCache(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t headSize, bool pairs) {
+  const int64_t tokens = x.size(0);
+  NPU_OPS_CHECK(x.dim() == 2 && x.size(1) % headSize == 0, "npu_mrope: query and key must be [T, heads * ",
+                headSize, "], but got ", x.sizes());
+  const Tensor heads = x.to(at::kFloat).view({tokens, -1, headSize});
+  const int64_t rotaryDim = cos.size(-1) * 2;
+  const Tensor rot = heads.slice(-1, 0, rotaryDim);
+  const Tensor c = cos.unsqueeze(1), s = sin.unsqueeze(1);
+  Tensor rotated;
+  if (!pairs) {
+    auto halves = rot.chunk(2, -1);
+    rotated = at::cat({halves[0] * c - halves[1] * s, halves[1] * c + halves[0] * s}, -1);
+  } else {
+    const Tensor even = rot.slice(-1, 0, rotaryDim, 2), odd = rot.slice(-1, 1, rotaryDim, 2);
+    rotated = at::stack({even * c - odd * s, odd * c + even * s}, -1).flatten(-2);
+  }
+  return at::cat({rotated, heads.slice(-1, rotaryDim)}, -1).view(x.sizes()).to(x.scalar_type());
+}
+
+std::tuple<Tensor, Tensor> mropeHost(const Tensor& positions, const Tensor& query, const Tensor& key,
+                                     const Tensor& cosSinCache, int64_t headSize, at::OptionalIntArrayRef mropeSection,
+                                     std::optional<c10::string_view> rotaryMode,
+                                     std::optional<c10::string_view> cacheMode) {
+  const bool pairs = interleaved(rotaryMode.value_or("half"));
+  NPU_OPS_CHECK(cacheMode.value_or("default") == "default", "npu_mrope: cache_mode ", cacheMode.value_or(""),
+                " is not supported by npusim");
+  NPU_OPS_CHECK(cosSinCache.dim() == 2 && cosSinCache.size(1) % 2 == 0 && cosSinCache.size(1) <= headSize,
+                "npu_mrope: cos_sin_cache must be [max_position, rotary_dim] with rotary_dim even and <= head_size, "
+                "but got ", cosSinCache.sizes());
+  const Tensor table = cosSinCache.to(at::kFloat).index_select(0, positions.reshape(-1).to(at::kLong));
+  Tensor cos = table.slice(-1, 0, cosSinCache.size(1) / 2), sin = table.slice(-1, cosSinCache.size(1) / 2);
+  if (positions.dim() == 2) {
+    // Multimodal RoPE: section i of the frequencies follows position stream i.
+    NPU_OPS_CHECK(mropeSection.has_value(), "npu_mrope: 2-dimensional positions need mrope_section");
+    const int64_t streams = positions.size(0), tokens = positions.size(1);
+    int64_t total = 0;
+    for (int64_t section : *mropeSection) total += section;
+    NPU_OPS_CHECK(static_cast<int64_t>(mropeSection->size()) <= streams && total == cos.size(-1),
+                  "npu_mrope: mrope_section ", *mropeSection, " must have at most ", streams,
+                  " sections summing to rotary_dim / 2 = ", cos.size(-1));
+    auto pick = [&](const Tensor& t) {
+      const Tensor perStream = t.view({streams, tokens, -1});
+      std::vector<Tensor> parts;
+      int64_t start = 0;
+      for (size_t i = 0; i < mropeSection->size(); ++i) {
+        parts.push_back(perStream[static_cast<int64_t>(i)].slice(-1, start, start + (*mropeSection)[i]));
+        start += (*mropeSection)[i];
+      }
+      return at::cat(parts, -1);
+    };
+    cos = pick(cos);
+    sin = pick(sin);
+  }
+  return {ropeWithCache(query, cos, sin, headSize, pairs), ropeWithCache(key, cos, sin, headSize, pairs)};
+}
+
+std::tuple<Tensor, Tensor> mropeNpu(const Tensor& positions, const Tensor& query, const Tensor& key,
+                                    const Tensor& cosSinCache, int64_t headSize, at::OptionalIntArrayRef mropeSection,
+                                    std::optional<c10::string_view> rotaryMode,
+                                    std::optional<c10::string_view> cacheMode) {
+  requireChip("npu_mrope", {ChipFamily::kAtlasA2, ChipFamily::kAtlasA3});
+  requireNpuTensors({&positions, &query, &key, &cosSinCache});
+  const int device = query.device().index();
+  auto [q, k] = mropeHost(hostOperand(positions), hostOperand(query), hostOperand(key), hostOperand(cosSinCache),
+                          headSize, mropeSection, rotaryMode, cacheMode);
+  perf::FusedKernelWork work = streamingWork({&positions, &query, &key}, {&q, &k},
+                                             double(query.numel() + key.numel()), kOpsRotary);
+  work.hbmBytes += double(positions.numel()) * double(cosSinCache.size(1)) * double(cosSinCache.element_size());
+  chargeFusedKernel(device, "npu::npu_mrope", perf::OperatorKind::kActivation, work);
+  return {deviceResult(q, device), deviceResult(k, device)};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
+  m.impl("npu_mrope", TORCH_FN(mropeNpu));
   m.impl("npu_rotary_mul", TORCH_FN(rotaryMulNpu));
   m.impl("npu_rotary_mul_backward", TORCH_FN(rotaryMulBackwardNpu));
 }
 
 TORCH_LIBRARY_IMPL(npu, Meta, m) {
+  m.impl("npu_mrope", TORCH_FN(mropeHost));
   m.impl("npu_rotary_mul", TORCH_FN(rotaryMulHost));
   m.impl("npu_rotary_mul_backward", TORCH_FN(rotaryMulBackwardHost));
 }

@@ -209,3 +209,22 @@ def test_estimate_only_shapes():
         cos = torch.empty(1, 4096, 1, 128, device="npu", dtype=torch.bfloat16)
         q = torch.empty(4, 4096, 64, 128, device="npu", dtype=torch.bfloat16)
         assert torch_npu.npu_rotary_mul(q, cos, cos).shape == q.shape
+
+
+def test_torch_compile_traces_the_operators_with_their_meta_kernels_and_autograd():
+    def step(x, gamma, q):
+        y = torch_npu.npu_rms_norm(x, gamma)[0]
+        attention = torch_npu.npu_fusion_attention(q, q, q, 2, "BNSD", scale=0.5)[0]
+        return torch_npu.npu_swiglu(y).sum() + attention.sum()
+
+    torch.manual_seed(10)
+    args = [torch.randn(4, 8).npu().requires_grad_(), torch.rand(8).npu().requires_grad_(),
+            torch.randn(1, 2, 4, 8).npu().requires_grad_()]
+    compiled = torch.compile(step, backend="aot_eager", fullgraph=True)
+    compiled(*args).backward()
+    grads = [a.grad.cpu().clone() for a in args]
+    for a in args:
+        a.grad = None
+    step(*args).backward()
+    for ours, eager in zip(grads, (a.grad.cpu() for a in args)):
+        torch.testing.assert_close(ours, eager, rtol=1e-5, atol=1e-6)

@@ -120,3 +120,80 @@ def test_chip_rules_on_ascend910a():
         assert f"{name} is not supported on Ascend910A" in line and "ERR01007 OPS feature not supported" in line, line
     assert "npu_rms_norm: ran" in lines
     assert any(line.startswith("bf16:") and "bfloat16 is not supported on Ascend910A" in line for line in lines)
+
+
+def test_quant_matmul():
+    torch.manual_seed(4)
+    x1 = torch.randint(-128, 128, (3, 2, 64), dtype=torch.int8)
+    x2 = torch.randint(-128, 128, (64, 5), dtype=torch.int8)
+    scale = torch.rand(5) * 1e-3
+    pertoken = torch.rand(3, 2)
+    exact = x1.long() @ x2.long()
+    out = torch_npu.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu(), pertoken_scale=pertoken.npu(),
+                                     output_dtype=torch.float16)
+    assert out.dtype == torch.float16 and out.shape == (3, 2, 5)
+    torch.testing.assert_close(out.cpu().double(), exact.double() * scale.double() * pertoken.double()[..., None],
+                               rtol=1e-3, atol=1e-3)
+    bias = torch.randint(-1000, 1000, (5,), dtype=torch.int32)
+    out = torch_npu.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu(), bias=bias.npu())
+    assert out.dtype == torch.int8
+    expected = torch.round((exact + bias).double() * scale.double()).clamp(-128, 127).to(torch.int8)
+    assert torch.equal(out.cpu(), expected)
+    assert torch.equal(torch_npu.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu(), output_dtype=torch.int32).cpu(),
+                       exact.int())
+
+
+def neox_rope(x, cos, sin, head_size, interleave=False):
+    """vLLM's rotary embedding on [T, heads * head_size] with cos/sin [T, rotary_dim / 2]."""
+    t = x.view(x.shape[0], -1, head_size).double()
+    rot_dim = cos.shape[-1] * 2
+    rot, rest = t[..., :rot_dim], t[..., rot_dim:]
+    c, s = cos[:, None].double(), sin[:, None].double()
+    if interleave:
+        a, b = rot[..., ::2], rot[..., 1::2]
+        rot = torch.stack((a * c - b * s, b * c + a * s), -1).flatten(-2)
+    else:
+        a, b = rot.chunk(2, -1)
+        rot = torch.cat((a * c - b * s, b * c + a * s), -1)
+    return torch.cat((rot, rest), -1).reshape(x.shape)
+
+
+@pytest.mark.parametrize("mode", ["half", "interleave"])
+def test_mrope_text_and_multimodal_positions(mode):
+    torch.manual_seed(5)
+    tokens, head, rot = 6, 16, 12
+    cache = torch.randn(32, rot)
+    q, k = torch.randn(tokens, 2 * head), torch.randn(tokens, 1 * head)
+    positions = torch.randint(0, 32, (tokens,))
+    oq, ok = torch_npu.npu_mrope(positions.npu(), q.npu(), k.npu(), cache.npu(), head, rotary_mode=mode)
+    cos, sin = cache[positions].chunk(2, -1)
+    interleave = mode == "interleave"
+    torch.testing.assert_close(oq.cpu().double(), neox_rope(q, cos, sin, head, interleave), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(ok.cpu().double(), neox_rope(k, cos, sin, head, interleave), rtol=1e-5, atol=1e-5)
+    positions3 = torch.randint(0, 32, (3, tokens))
+    section = [2, 2, 2]
+    oq, _ = torch_npu.npu_mrope(positions3.npu(), q.npu(), k.npu(), cache.npu(), head, mrope_section=section,
+                                rotary_mode=mode)
+    cos3, sin3 = cache[positions3].chunk(2, -1)  # [3, T, rot/2]
+    cos = torch.cat([cos3[i, :, 2 * i:2 * i + 2] for i in range(3)], -1)
+    sin = torch.cat([sin3[i, :, 2 * i:2 * i + 2] for i in range(3)], -1)
+    torch.testing.assert_close(oq.cpu().double(), neox_rope(q, cos, sin, head, interleave), rtol=1e-5, atol=1e-5)
+
+
+def test_scatter_nd_update_writes_cache_slots_in_place():
+    cache = torch.zeros(4, 3, 2)
+    indices = torch.tensor([[2], [0]])
+    updates = torch.arange(12, dtype=torch.float32).reshape(2, 3, 2)
+    npu_cache = cache.npu()
+    version = npu_cache._version
+    result = torch_npu.npu_scatter_nd_update_(npu_cache, indices.npu(), updates.npu())
+    assert result is npu_cache and npu_cache._version == version + 1
+    expected = cache.clone()
+    expected[2], expected[0] = updates[0], updates[1]
+    assert torch.equal(npu_cache.cpu(), expected)
+    # Two index dimensions address single rows of the last dimension's slices.
+    torch_npu.npu_scatter_nd_update_(npu_cache, torch.tensor([[1, 2]], dtype=torch.int32).npu(),
+                                     torch.tensor([[7.0, 8.0]]).npu())
+    assert npu_cache.cpu()[1, 2].tolist() == [7.0, 8.0]
+    with pytest.raises(RuntimeError, match="updates must have shape"):
+        torch_npu.npu_scatter_nd_update_(npu_cache, indices.npu(), torch.zeros(2, 3).npu())

@@ -146,6 +146,7 @@ def test_apply_adam_w_out_matches_torch_adamw(amsgrad, maximize):
                                             grad.npu(), max_v if amsgrad else None, amsgrad, maximize,
                                             out=(var, m, v))
         assert result[0] is var
+        assert var._version == m._version == v._version == step  # in-place: version counters bumped
         if amsgrad:
             torch.maximum(max_v, v, out=max_v)
     torch.testing.assert_close(var.cpu(), reference.detach(), rtol=1e-6, atol=1e-6)
