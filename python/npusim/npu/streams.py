@@ -242,6 +242,11 @@ class Event(torch.Event):
     The event is created lazily, when it is first recorded. Timing is on the simulated
     timeline: ``elapsed_time`` gives the simulated milliseconds between two events.
 
+    An event created with ``interprocess=True`` can be shared with other processes:
+    ``ipc_handle()`` gives bytes that :meth:`from_ipc_handle` opens in another process, where
+    ``query``, ``synchronize`` and ``wait`` follow the records made by any process (see
+    :mod:`npusim.npu._ipc_event` for what is shared).
+
     Args:
         enable_timing (bool, optional): whether the event measures time (default: ``False``)
         blocking (bool, optional): if ``True``, :meth:`wait` blocks (default: ``False``)
@@ -250,6 +255,11 @@ class Event(torch.Event):
     """
 
     def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        if interprocess and enable_timing:
+            raise RuntimeError(
+                "An interprocess event cannot measure time: create it with enable_timing=False"
+                + pta_error(ErrCode.PARAM)
+            )
         self = super().__new__(
             cls,
             device=torch.device("npu"),
@@ -264,6 +274,9 @@ class Event(torch.Event):
         self._twin = torch.Event(
             device=torch.device("npu"), enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
         )
+        self._interprocess = interprocess
+        self._shared = None  # the SharedEventState once exported or imported
+        self._imported = False
         return self
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -273,23 +286,70 @@ class Event(torch.Event):
     def npu_event(self) -> int:
         return self.event_id
 
+    def ipc_handle(self) -> bytes:
+        r"""Return the IPC handle of this event: bytes that :meth:`from_ipc_handle` opens in
+        another process. The event must have been created with ``interprocess=True``; it need not
+        have been recorded."""
+        if not self._interprocess:
+            raise RuntimeError(
+                "ipc_handle() needs an event created with interprocess=True" + pta_error(ErrCode.PARAM)
+            )
+        if self._shared is None:
+            from npusim.npu._ipc_event import SharedEventState
+
+            _lazy_init()
+            self._attach(SharedEventState.create(current_device()))
+        return self._shared.handle()
+
+    @classmethod
+    def from_ipc_handle(cls, device: Any, handle: bytes) -> "Event":
+        r"""Open an event exported by another process with :meth:`ipc_handle`, on ``device``."""
+        from npusim.npu._ipc_event import SharedEventState
+
+        index = _get_device_index(device, optional=True)
+        if not 0 <= index < device_count():
+            raise RuntimeError(
+                f"Invalid device_index : {index}, valid device_index range is [0, {device_count()})"
+                + pta_error(ErrCode.VALUE)
+            )
+        _lazy_init()
+        event = cls(enable_timing=False, interprocess=True)
+        event._attach(SharedEventState.open(handle))
+        event._imported = True
+        return event
+
+    def _attach(self, shared) -> None:
+        import weakref
+
+        self._shared = shared
+        # Released with the event, or at exit: the creator's block disappears then.
+        weakref.finalize(self, shared.close)
+
     def record(self, stream: torch.Stream | None = None) -> None:
         r"""Record the event in ``stream`` (the current stream by default)."""
         if stream is None:
             stream = current_stream()
         super().record(stream)
         self._twin.record(stream)
+        if self._shared is not None:
+            self._shared.publish_record()
 
     def wait(self, stream: torch.Stream | None = None) -> None:
         r"""Make all future work submitted to ``stream`` (the current stream by default) wait for
         this event."""
         if stream is None:
             stream = current_stream()
+        if self._imported:
+            # The other process's work has run: nothing to order on this process's timeline.
+            self._shared.synchronize()
+            return
         super().wait(stream)
 
     def query(self) -> bool:
         r"""Return whether all work captured by the event has completed."""
-        return super().query()
+        if self._imported:
+            return self._shared.query()
+        return super().query() and (self._shared is None or self._shared.query())
 
     def elapsed_time(self, end_event: torch.Event) -> float:
         r"""Return the simulated time in milliseconds between this event and ``end_event``."""
@@ -298,7 +358,12 @@ class Event(torch.Event):
 
     def synchronize(self) -> None:
         r"""Wait until all work captured by the event has completed."""
+        if self._imported:
+            self._shared.synchronize()
+            return
         super().synchronize()
+        if self._shared is not None:
+            self._shared.synchronize()
 
     def __repr__(self) -> str:
         if self.event_id:
