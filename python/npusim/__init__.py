@@ -148,6 +148,10 @@ def _register_backend() -> None:
             unsupported_dtype=[torch.quint8, torch.quint4x2, torch.quint2x4, torch.qint32, torch.qint8],
         )
 
+    from npusim import _serialization
+
+    _serialization._install()  # torch.save as torch_npu replaces it
+
     from torch._C._profiler import ProfilerActivity
 
     if not hasattr(ProfilerActivity, "NPU"):
