@@ -109,3 +109,18 @@ def test_csr_reduction_refused_in_strict_mode():
         "refused True True",
     ]
     assert "will fall back to CPU" not in result.stderr
+
+
+def test_sparse_embedding_training_step_matches_cpu():
+    torch.manual_seed(0)
+    reference = torch.nn.Embedding(10, 4, sparse=True)
+    model = torch.nn.Embedding(10, 4, sparse=True)
+    model.load_state_dict(reference.state_dict())
+    model = model.npu()
+    indices = torch.tensor([1, 2, 2, 5])
+    for module, device in ((model, "npu"), (reference, "cpu")):
+        optimizer = torch.optim.SGD(module.parameters(), lr=0.5)
+        module(indices.to(device)).pow(2).sum().backward()
+        assert module.weight.grad.layout == torch.sparse_coo and module.weight.grad.device.type == device
+        optimizer.step()
+    assert torch.allclose(model.weight.detach().cpu(), reference.weight.detach())
