@@ -255,11 +255,6 @@ class Event(torch.Event):
     """
 
     def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        if interprocess and enable_timing:
-            raise RuntimeError(
-                "An interprocess event cannot measure time: create it with enable_timing=False"
-                + pta_error(ErrCode.PARAM)
-            )
         self = super().__new__(
             cls,
             device=torch.device("npu"),
