@@ -124,3 +124,13 @@ def test_sparse_embedding_training_step_matches_cpu():
         assert module.weight.grad.layout == torch.sparse_coo and module.weight.grad.device.type == device
         optimizer.step()
     assert torch.allclose(model.weight.detach().cpu(), reference.weight.detach())
+
+
+def test_coo_operators_take_simulated_device_time():
+    npu = _coo().coalesce().npu()
+    start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+    start.record()
+    (npu * 2 + npu).to_dense()
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) > 0
