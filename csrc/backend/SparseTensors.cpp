@@ -49,6 +49,8 @@
 #include "backend/NpuAllocator.h"
 #include "backend/NpuErrors.h"
 #include "backend/OperatorPlacement.h"
+#include "backend/OperatorRecords.h"
+#include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
 #include "runtime/EnvironmentVariables.h"
 #include "runtime/Plog.h"
@@ -104,6 +106,21 @@ class SparseCall {
   }
 
   int device() const { return device_; }
+
+  // The dense parts of the arguments (a COO tensor's indices and values), for pricing.
+  c10::SmallVector<perf::TensorDesc, 8> describeInputs() const {
+    c10::SmallVector<perf::TensorDesc, 8> descs;
+    for (const auto& entry : tensors_) {
+      if (entry.cpu.layout() == c10::kStrided) {
+        descs.push_back(describeTensor(entry.cpu));
+      } else {
+        auto* impl = at::sparse::get_sparse_impl(entry.cpu);
+        descs.push_back(describeTensor(impl->indices()));
+        descs.push_back(describeTensor(impl->values()));
+      }
+    }
+    return descs;
+  }
 
   // Written arguments take over what the kernel did to their aliases.
   void propagateWrites() {
@@ -237,6 +254,25 @@ void executeSparseOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torc
     }
   }
   for (size_t i = firstReturn; i < stack->size(); ++i) (*stack)[i] = call.toNpu((*stack)[i]);
+  // On the timeline as torch_npu's sparse kernels: AI Core work over the dense parts.
+  c10::SmallVector<perf::TensorDesc, 4> outputs;
+  for (size_t i = firstReturn; i < stack->size(); ++i) {
+    const c10::IValue& value = (*stack)[i];
+    if (!value.isTensor() || !value.toTensor().defined()) continue;
+    const at::Tensor& t = value.toTensor();
+    if (t.layout() == c10::kStrided) {
+      outputs.push_back(describeTensor(t));
+    } else {
+      outputs.push_back(describeTensor(at::sparse::get_sparse_impl(t)->values()));
+    }
+  }
+  OperatorRecord& record = operatorRecord(op);
+  record.calls.fetch_add(1, std::memory_order_relaxed);
+  const auto inputs = call.describeInputs();
+  const runtime::SimTimeNs deviceNs =
+      chargeOperator(call.device(), record.kind, inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
+                     static_cast<int>(outputs.size()), runtime::Placement::kAiCore, false);
+  record.deviceNs.fetch_add(deviceNs, std::memory_order_relaxed);
 }
 
 // Dense npu tensors are not converted to layouts the NPU does not have.

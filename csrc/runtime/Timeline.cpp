@@ -1,6 +1,7 @@
 #include "runtime/Timeline.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "runtime/BusyIntervals.h"
@@ -19,32 +20,61 @@ void HostClock::waitUntil(SimTimeNs time) noexcept {
 }
 
 DeviceTimeline::DeviceTimeline(int device, HostClock& host, int streamsPerPool)
-    : device_(device), host_(host), streamsPerPool_(streamsPerPool) {
-  if (streamsPerPool <= 0) {
-    throw RuntimeError(ErrorCode::kRtParamInvalid, "DeviceTimeline", "streams per pool must be positive");
+    : device_(device), host_(host), streamsPerPool_(streamsPerPool), indexBits_(streamsPerPool <= 8 ? 3 : 5) {
+  if (streamsPerPool <= 0 || streamsPerPool > 32) {
+    throw RuntimeError(ErrorCode::kRtParamInvalid, "DeviceTimeline", "streams per pool must be in [1, 32]");
   }
-  streams_.reserve(1 + 2 * static_cast<size_t>(streamsPerPool));
+  streams_.reserve(2 + 2 * static_cast<size_t>(streamsPerPool) + kSyncLaunchStreams);
   streams_.push_back(StreamState{kNormalPriority, 0, {}});
   for (int i = 0; i < streamsPerPool; ++i) streams_.push_back(StreamState{kNormalPriority, 0, {}});
   for (int i = 0; i < streamsPerPool; ++i) streams_.push_back(StreamState{kHighPriority, 0, {}});
+  for (int i = 0; i < kSyncLaunchStreams; ++i) streams_.push_back(StreamState{kNormalPriority, 0, {}});
+  streams_.push_back(StreamState{kNormalPriority, 0, {}});  // secondary
+}
+
+StreamId DeviceTimeline::makeStreamId(StreamType type, int index) const noexcept {
+  return (static_cast<StreamId>(type) << indexBits_) | static_cast<StreamId>(index);
 }
 
 StreamId DeviceTimeline::streamFromPool(bool highPriority) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint32_t index = (highPriority ? nextHigh_++ : nextNormal_++) % static_cast<uint32_t>(streamsPerPool_);
-  return 1 + (highPriority ? streamsPerPool_ : 0) + static_cast<StreamId>(index);
+  return makeStreamId(highPriority ? StreamType::kHigh : StreamType::kNormal, static_cast<int>(index));
 }
 
-bool DeviceTimeline::isValidStream(StreamId stream) const noexcept {
-  return stream >= 0 && stream < static_cast<StreamId>(streams_.size());
+StreamId DeviceTimeline::syncLaunchStream() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return makeStreamId(StreamType::kSyncLaunch, static_cast<int>(nextSyncLaunch_++ % kSyncLaunchStreams));
+}
+
+int64_t DeviceTimeline::slot(StreamId stream) const noexcept {
+  if (stream < 0 || stream > std::numeric_limits<uint32_t>::max()) return -1;
+  const int64_t type = stream >> indexBits_;
+  const int64_t index = stream & ((int64_t{1} << indexBits_) - 1);
+  const int64_t pool = streamsPerPool_;
+  switch (static_cast<StreamType>(type)) {
+    case StreamType::kDefault: return index == 0 ? 0 : -1;
+    case StreamType::kNormal: return index < pool ? 1 + index : -1;
+    case StreamType::kHigh: return index < pool ? 1 + pool + index : -1;
+    case StreamType::kSyncLaunch: return index < kSyncLaunchStreams ? 1 + 2 * pool + index : -1;
+    case StreamType::kSecondary: return index == 0 ? 1 + 2 * pool + kSyncLaunchStreams : -1;
+  }
+  return -1;
+}
+
+bool DeviceTimeline::isValidStream(StreamId stream) const noexcept { return slot(stream) >= 0; }
+
+bool DeviceTimeline::isSyncLaunch(StreamId stream) const noexcept {
+  return isValidStream(stream) && (stream >> indexBits_) == static_cast<StreamId>(StreamType::kSyncLaunch);
 }
 
 DeviceTimeline::StreamState& DeviceTimeline::state(StreamId stream) {
-  if (!isValidStream(stream)) {
+  const int64_t position = slot(stream);
+  if (position < 0) {
     throw RuntimeError(ErrorCode::kRtInvalidHandle, "aclrtStream",
                        "stream " + std::to_string(stream) + " does not exist on device " + std::to_string(device_));
   }
-  return streams_[static_cast<size_t>(stream)];
+  return streams_[static_cast<size_t>(position)];
 }
 
 const DeviceTimeline::StreamState& DeviceTimeline::state(StreamId stream) const {

@@ -17,7 +17,11 @@
 namespace npusim::runtime {
 
 using SimTimeNs = uint64_t;
-using StreamId = int64_t;  // per device; 0 is the default stream
+// Per device, encoded as torch_npu's NPUStream encodes it:
+// (type << bits) | index, where bits is 5 (32 streams per pool) or 3
+// (STREAMS_PER_DEVICE=8) and the type is DEFAULT 0 (index 0: id 0),
+// SECONDARY 1, SYNCLAUNCH 2 (4 streams), NORMAL 3, HIGH 4 (priority pools).
+using StreamId = int64_t;
 
 // The simulated time of the host thread(s) that issue work. One per process:
 // the real stack's first-stage dispatch is one queue per process.
@@ -55,6 +59,8 @@ class DeviceTimeline {
   // Host time of recording a timing event (npusim's working value: about a
   // microsecond, what back-to-back events measure on GPUs).
   static constexpr SimTimeNs kEventRecordNs = 1'000;
+  static constexpr int kSyncLaunchStreams = 4;
+  enum class StreamType : int { kDefault = 0, kSecondary = 1, kSyncLaunch = 2, kNormal = 3, kHigh = 4 };
 
   DeviceTimeline(int device, HostClock& host, int streamsPerPool = kDefaultStreamsPerPool);
 
@@ -64,7 +70,12 @@ class DeviceTimeline {
 
   // Pool streams are handed out round-robin, as torch_npu's NPUStream does.
   StreamId streamFromPool(bool highPriority);
+  // torch_npu's SyncLaunchStream pool: 4 streams, handed out round-robin,
+  // whose tasks bypass the task queue.
+  StreamId syncLaunchStream();
   bool isValidStream(StreamId stream) const noexcept;
+  bool isSyncLaunch(StreamId stream) const noexcept;
+  StreamId makeStreamId(StreamType type, int index) const noexcept;
   // Priority as PyTorch reports it: 0 normal, -1 high. Throws for bad ids.
   int streamPriority(StreamId stream) const;
 
@@ -91,6 +102,8 @@ class DeviceTimeline {
     SimTimeNs clock = 0;
     StreamStats stats;
   };
+  // Position of `stream` in streams_, -1 for an id that names no stream.
+  int64_t slot(StreamId stream) const noexcept;
   StreamState& state(StreamId stream);
   const StreamState& state(StreamId stream) const;
 
@@ -98,9 +111,12 @@ class DeviceTimeline {
   HostClock& host_;
   int streamsPerPool_;
   mutable std::mutex mutex_;
-  std::vector<StreamState> streams_;  // [0] default, then normal pool, then high pool
+  int indexBits_;
+  // [0] default, normal pool, high pool, sync-launch pool, secondary.
+  std::vector<StreamState> streams_;
   uint32_t nextNormal_ = 0;
   uint32_t nextHigh_ = 0;
+  uint32_t nextSyncLaunch_ = 0;
 };
 
 // Milliseconds of simulated time between two recorded timing events, as

@@ -143,6 +143,10 @@ def _register_backend() -> None:
 
         torch.version.cann = installed_cann_version()
 
+    from npusim import _serialization
+
+    _serialization._install()  # torch.save as torch_npu replaces it
+
     from torch._C._profiler import ProfilerActivity
 
     if not hasattr(ProfilerActivity, "NPU"):

@@ -21,14 +21,24 @@ _CLEARED = (
 )
 
 
-def run_python(code: str, extra_env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``code`` (dedented) in a new interpreter; a hang fails the test after ``timeout``."""
+def run_python(
+    code: str, extra_env: dict[str, str] | None = None, timeout: float = 120, script: Path | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``code`` (dedented) in a new interpreter; a hang fails the test after ``timeout``.
+
+    With ``script``, the code is written there and run as a file (multiprocessing's spawn start
+    method needs a main module it can import again)."""
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
     paths = [str(PYTHON_SOURCE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env.update(extra_env or {})
+    if script is not None:
+        script.write_text(textwrap.dedent(code))
+        command = [sys.executable, str(script)]
+    else:
+        command = [sys.executable, "-c", textwrap.dedent(code)]
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        command,
         env=env,
         capture_output=True,
         text=True,

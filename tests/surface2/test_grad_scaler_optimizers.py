@@ -67,3 +67,27 @@ def test_unscale_then_step_with_overflow_in_the_second():
     scaler.step(opt2)
     scaler.update()
     assert torch.equal(before, first.weight.detach().cpu())
+
+
+def test_scaler_errors_carry_torch_npu_codes():
+    import pytest
+
+    model = torch.nn.Linear(2, 2).npu().half()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.npu.amp.GradScaler()
+    scaler.scale(model(torch.randn(1, 2, device="npu").half()).sum()).backward()
+    with pytest.raises(TypeError, match=r"Attempting to unscale FP16 gradients\.\n.*ERR00002 PTA invalid type"):
+        scaler.step(optimizer)
+    first, second, opt1, _ = _models()
+    scaler = torch.npu.amp.GradScaler()
+    _backward(scaler, first, second, poison_first=False)
+    scaler.unscale_(opt1)
+    with pytest.raises(RuntimeError, match=r"since the last update\(\)\.\n.*ERR00005 PTA internal error"):
+        scaler.unscale_(opt1)
+    scaler.step(opt1)
+    with pytest.raises(RuntimeError, match=r"step\(\) has already been called.*\n.*ERR00005"):
+        scaler.step(opt1)
+    with pytest.raises(TypeError, match=r"new_scale should be a float.*\n.*ERR00002"):
+        scaler.update(new_scale=3)
+    scaler.update(new_scale=8.0)
+    assert scaler.get_scale() == 8.0

@@ -58,8 +58,19 @@ def _csr_on_npu():
     return torch.sparse_csr_tensor(crow, col, values, size=(2, 2))
 
 
-_CSR_REDUCTIONS = """
+# Run in fresh processes: the conversions aborted the process before, and strict mode is read once.
+_LAYOUTS_SCRIPT = """
 import torch, npusim
+x = torch.ones(4, 4, device="npu")
+for convert in (lambda: x.to_sparse_csr(), lambda: x.to_sparse_csc(), lambda: x.to_sparse_bsr(2),
+                lambda: x.to_sparse_bsc(2), lambda: x.to_sparse(layout=torch.sparse_csr), lambda: x.to_mkldnn()):
+    try:
+        convert()
+        print("converted")
+    except RuntimeError as error:
+        first = str(error).splitlines()[0]
+        print("refused" if "is not currently supported on the NPU backend." in first else first, "ERR01007" in str(error))
+print(int((x + 1).sum().item()))  # the process is still usable
 crow = torch.tensor([0, 2, 4], device="npu")
 col = torch.tensor([0, 1, 0, 1], device="npu")
 csr = torch.sparse_csr_tensor(crow, col, torch.tensor([1.0, 2.0, 3.0, 4.0], device="npu"), size=(2, 2))
@@ -73,12 +84,13 @@ try:
 except RuntimeError as error:
     print("refused", "TORCH_NPU_FALLBACK_CPU_DISABLE=1" in str(error), "ERR01007" in str(error))
 """
+_REFUSED_CONVERSIONS = ["refused True"] * 6 + ["32"]
 
 
-def test_csr_on_npu_sum_and_prod_fall_back_with_the_warning():
-    result = run_python(_CSR_REDUCTIONS, timeout=60)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
+def test_layout_conversions_and_csr_reductions():
+    result = run_python(_LAYOUTS_SCRIPT, timeout=60)
+    assert result.returncode == 0, result.stderr  # -6 (SIGABRT) before
+    assert result.stdout.splitlines() == _REFUSED_CONVERSIONS + [
         "torch.sparse_csr npu:0 [[1.0, 2.0], [3.0, 4.0]]",
         "npu:0 [[3.0], [7.0]] [[2.0], [12.0]]",
         "npu:0",
@@ -90,30 +102,35 @@ def test_csr_on_npu_sum_and_prod_fall_back_with_the_warning():
 
 
 def test_csr_reduction_refused_in_strict_mode():
-    result = run_python(_CSR_REDUCTIONS, {"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"}, timeout=60)
+    result = run_python(_LAYOUTS_SCRIPT, {"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"}, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[1:] == ["refused True True"]
+    assert result.stdout.splitlines() == _REFUSED_CONVERSIONS + [
+        "torch.sparse_csr npu:0 [[1.0, 2.0], [3.0, 4.0]]",
+        "refused True True",
+    ]
     assert "will fall back to CPU" not in result.stderr
 
 
-def test_dense_to_compressed_or_mkldnn_is_refused_without_a_crash():
-    result = run_python(
-        """
-        import torch, npusim
-        x = torch.ones(4, 4, device="npu")
-        for convert in (lambda: x.to_sparse_csr(), lambda: x.to_sparse_csc(), lambda: x.to_sparse_bsr(2),
-                        lambda: x.to_sparse_bsc(2), lambda: x.to_sparse(layout=torch.sparse_csr),
-                        lambda: x.to_mkldnn()):
-            try:
-                convert()
-                print("converted")
-            except RuntimeError as error:
-                first = str(error).splitlines()[0]
-                print("refused" if "is not currently supported on the NPU backend." in first else first,
-                      "ERR01007" in str(error))
-        print(int((x + 1).sum().item()))  # the process is still usable
-        """,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr  # -6 (SIGABRT) before
-    assert result.stdout.splitlines() == ["refused True"] * 6 + ["32"]
+def test_sparse_embedding_training_step_matches_cpu():
+    torch.manual_seed(0)
+    reference = torch.nn.Embedding(10, 4, sparse=True)
+    model = torch.nn.Embedding(10, 4, sparse=True)
+    model.load_state_dict(reference.state_dict())
+    model = model.npu()
+    indices = torch.tensor([1, 2, 2, 5])
+    for module, device in ((model, "npu"), (reference, "cpu")):
+        optimizer = torch.optim.SGD(module.parameters(), lr=0.5)
+        module(indices.to(device)).pow(2).sum().backward()
+        assert module.weight.grad.layout == torch.sparse_coo and module.weight.grad.device.type == device
+        optimizer.step()
+    assert torch.allclose(model.weight.detach().cpu(), reference.weight.detach())
+
+
+def test_coo_operators_take_simulated_device_time():
+    npu = _coo().coalesce().npu()
+    start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+    start.record()
+    (npu * 2 + npu).to_dense()
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) > 0

@@ -19,6 +19,22 @@ void registerSurfaceBindings(py::module_& m) {
   m.def("_set_allocator_settings", torch::wrap_pybind_function([](const std::string& settings) {
           NPUSIM_TRANSLATE_ERRORS(Runtime::instance().setAllocatorSettings(settings));
         }));
+  // Streams: torch_npu's id encoding lives in the runtime's timeline.
+  m.def("_is_valid_stream", torch::wrap_pybind_function([](int device, int64_t stream) {
+          bool valid = false;
+          NPUSIM_TRANSLATE_ERRORS(valid = Runtime::instance().timeline(device).isValidStream(stream));
+          return valid;
+        }));
+  m.def("_sync_launch_stream", torch::wrap_pybind_function([](int device) {
+          int64_t id = 0;
+          NPUSIM_TRANSLATE_ERRORS(id = Runtime::instance().timeline(device).syncLaunchStream());
+          return id;
+        }));
+  m.def("_stream_is_sync_launch", torch::wrap_pybind_function([](int device, int64_t stream) {
+          bool sync = false;
+          NPUSIM_TRANSLATE_ERRORS(sync = Runtime::instance().timeline(device).isSyncLaunch(stream));
+          return sync;
+        }));
   // Whether the runtime has started (its device list and settings frozen).
   m.def("_runtime_started", []() { return Runtime::existing() != nullptr; });
 }

@@ -249,3 +249,14 @@ TEST(AllocatorConfigTest, BothVariablesWithDifferentTextsIsAnError) {
     EXPECT_EQ(AllocatorConfig::fromEnvironment().maxSplitSize, 64 * kMiB);
   }
 }
+
+TEST(AllocatorConfigTest, ParseOntoRestartsRoundingKeysAndKeepsTheOthers) {
+  const AllocatorConfig base =
+      AllocatorConfig::parse("max_split_size_mb:64,roundup_power2_divisions:4,large_segment_size_mb:40");
+  const AllocatorConfig updated = AllocatorConfig::parseOnto(base, "garbage_collection_threshold:0.5", "settings");
+  EXPECT_EQ(updated.maxSplitSize, AllocatorConfig::kUnlimited);
+  EXPECT_EQ(updated.roundupDivisionsFor(64 << 20), 0u);
+  EXPECT_EQ(updated.largeSegmentSize, 40 * AllocatorConfig::kMiB);
+  EXPECT_DOUBLE_EQ(updated.garbageCollectionThreshold, 0.5);
+  EXPECT_THROW(AllocatorConfig::parseOnto(base, "bogus:1", "settings"), ConfigError);
+}

@@ -623,3 +623,17 @@ TEST(CachingAllocatorConcurrencyTest, ManyThreadsAllocateRecordAndFree) {
   EXPECT_EQ(stats.inactive_split[kAggregate].current, 0);
   EXPECT_EQ(memory.used(), 0u);
 }
+
+TEST(CachingAllocatorTest, ReconfigureAppliesNewRoundingAndFraction) {
+  Fixture f(512 * kMiB);
+  void* before = f.allocator.allocate(65 * kMiB, 0);
+  EXPECT_EQ(f.allocator.allocationSize(before), 66 * kMiB);  // the 2 MiB-rounded segment, whole
+  AllocatorConfig config = AllocatorConfig::parse("roundup_power2_divisions:[8:1,64:4,128:8,256:2,>:16]");
+  config.perProcessMemoryFraction = 0.5;
+  f.allocator.reconfigure(config);
+  void* after = f.allocator.allocate(65 * kMiB, 0);
+  EXPECT_EQ(f.allocator.allocationSize(after), 80 * kMiB);
+  EXPECT_DOUBLE_EQ(f.allocator.memoryFraction(), 0.5);
+  f.allocator.free(before);
+  f.allocator.free(after);
+}

@@ -114,7 +114,7 @@ TEST(Timeline, PoolStreamsRoundRobinWithPriorities) {
 TEST(Timeline, BadStreamIsAnErrorNotACrash) {
   HostClock host;
   DeviceTimeline timeline(0, host, 2);
-  EXPECT_THROW(timeline.submit(99, 1), RuntimeError);
+  EXPECT_THROW(timeline.submit(99999, 1), RuntimeError);  // type 3124: no such stream
   EXPECT_THROW(timeline.submit(-1, 1), RuntimeError);
   EXPECT_THROW(timeline.streamPriority(5), RuntimeError);
   EXPECT_THROW(DeviceTimeline(0, host, 0), RuntimeError);
@@ -141,4 +141,26 @@ TEST(TimelineConcurrency, ManyThreadsSubmitAndSynchronize) {
   EXPECT_EQ(timeline.busyNs(), 4u * 1000 * 10);
   timeline.synchronize();
   EXPECT_GE(host.now(), timeline.deviceClock());
+}
+
+TEST(Timeline, StreamIdsFollowTorchNpuEncoding) {
+  HostClock host;
+  DeviceTimeline timeline(0, host);  // 32 streams per pool: 5 index bits
+  EXPECT_EQ(timeline.streamFromPool(false) >> 5, 3);  // NORMAL
+  EXPECT_EQ(timeline.streamFromPool(true) >> 5, 4);   // HIGH
+  const StreamId sync = timeline.syncLaunchStream();
+  EXPECT_EQ(sync >> 5, 2);  // SYNCLAUNCH
+  EXPECT_TRUE(timeline.isSyncLaunch(sync));
+  EXPECT_FALSE(timeline.isSyncLaunch(0));
+  for (int i = 0; i < 3; ++i) timeline.syncLaunchStream();
+  EXPECT_EQ(timeline.syncLaunchStream(), sync);  // a pool of four, round-robin
+  EXPECT_TRUE(timeline.isValidStream(0));
+  EXPECT_FALSE(timeline.isValidStream(1));          // default stream, index 1
+  EXPECT_FALSE(timeline.isValidStream(sync + 4));   // sync-launch index 4
+  EXPECT_FALSE(timeline.isValidStream(99999));      // unknown type
+  EXPECT_FALSE(timeline.isValidStream(-1));
+  DeviceTimeline eight(1, host, 8);  // STREAMS_PER_DEVICE=8: 3 index bits
+  EXPECT_EQ(eight.streamFromPool(false), (3 << 3) | 0);
+  EXPECT_TRUE(eight.isValidStream((4 << 3) | 7));
+  EXPECT_FALSE(eight.isValidStream(5 << 3));  // no type 5
 }

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from npusim import _C
+from npusim._error_code import ErrCode, pta_error
 from npusim.npu._lazy import _lazy_init, _runtime_initialized, is_initialized
 from npusim.npu.devices import _get_device_index, device as _device_context
 
@@ -74,7 +75,7 @@ def caching_allocator_alloc(size: int, device: Any = None, stream: Any = None) -
     if not isinstance(stream, int) or isinstance(stream, bool):
         raise TypeError(
             "Invalid type for stream argument, must be `torch.npu.Stream` or `int` representing "
-            "a pointer to a existing stream"
+            "a pointer to a existing stream" + pta_error(ErrCode.TYPE)
         )
     with _device_context(index):
         return int(_C._caching_allocator_alloc(int(size), index, stream))
@@ -333,9 +334,9 @@ def set_per_process_memory_fraction(fraction: float, device: Any = None) -> None
     """
     index = _device_index(device)
     if not isinstance(fraction, float):
-        raise TypeError("Invalid type for fraction argument, must be `float`")
+        raise TypeError("Invalid type for fraction argument, must be `float`" + pta_error(ErrCode.TYPE))
     if fraction < 0 or fraction > 1:
-        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1" + pta_error(ErrCode.VALUE))
     _C._set_memory_fraction(fraction, index)
 
 

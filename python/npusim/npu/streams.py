@@ -5,8 +5,11 @@ C++ device guard of npusim carries out query, synchronize, wait and timing on th
 timeline, so ``Event.elapsed_time`` answers in simulated milliseconds (how long the work would
 take on the modelled chip), not in host time.
 
-A stream is identified by its c10 stream id; ``Stream.npu_stream`` is that id (torch_npu gives
-the raw ``aclrtStream`` pointer there; npusim has none), and ``ExternalStream`` wraps such an id.
+A stream is identified by its c10 stream id, encoded as torch_npu encodes it: ``(type << 5) |
+index`` (``<< 3`` with ``STREAMS_PER_DEVICE=8``), type 0 for the default stream (id 0), 2 for the
+four sync-launch streams, 3 for the normal and 4 for the high-priority pool. ``Stream.npu_stream``
+is that id (torch_npu gives the raw ``aclrtStream`` pointer there; npusim has none), and
+``ExternalStream`` wraps such a handle.
 """
 
 from __future__ import annotations
@@ -16,13 +19,21 @@ from typing import Any
 import torch
 
 from npusim import _C
+from npusim._error_code import ErrCode, pta_error
 from npusim.npu._lazy import _lazy_init
-from npusim.npu.devices import _get_device_index, current_device, device as _device_context, set_device
+from npusim.npu.devices import (
+    _get_device_index,
+    current_device,
+    device as _device_context,
+    device_count,
+    set_device,
+)
 
 __all__ = [
     "Stream",
     "Event",
     "ExternalStream",
+    "SyncLaunchStream",
     "StreamContext",
     "current_stream",
     "default_stream",
@@ -44,12 +55,18 @@ class Stream(torch.Stream):
             device if ``None`` (default) or a negative integer.
         priority (int, optional): priority of the stream, 0 (default) or negative; negative
             numbers mean high priority.
+        is_sync_launch (bool, optional): take the stream from the pool of four sync-launch
+            streams, whose tasks bypass the task queue (torch_npu's ``SyncLaunchStream``).
     """
 
-    def __new__(cls, device: Any = None, priority: int = 0, **kwargs):
+    def __new__(cls, device: Any = None, priority: int = 0, is_sync_launch: bool = False, **kwargs):
         if "stream_id" in kwargs:
             # Wrapping an existing stream: Stream(stream_id=, device_index=, device_type=).
             kwargs.setdefault("device_type", _PRIVATEUSE1)
+            unknown = set(kwargs) - {"stream_id", "device_index", "device_type"}
+            if unknown:
+                raise TypeError(f"Stream() got an unexpected keyword argument '{unknown.pop()}'")
+            _check_stream_triple(kwargs["stream_id"], kwargs.get("device_index"), kwargs["device_type"])
             return super().__new__(cls, **kwargs)
         if kwargs:
             raise TypeError(f"Stream() got an unexpected keyword argument '{next(iter(kwargs))}'")
@@ -58,7 +75,10 @@ class Stream(torch.Stream):
         _lazy_init()
         with _device_context(device):
             index = current_device()
-            stream_id = _C._stream_from_pool(index, priority < 0)
+            if is_sync_launch:
+                stream_id = _C._sync_launch_stream(index)
+            else:
+                stream_id = _C._stream_from_pool(index, priority < 0)
         return super().__new__(cls, stream_id=stream_id, device_index=index, device_type=_PRIVATEUSE1)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -73,6 +93,11 @@ class Stream(torch.Stream):
     def priority(self) -> int:
         """0 for a normal stream, -1 for a high-priority one."""
         return int(_C._stream_priority(self.device_index, self.stream_id))
+
+    @property
+    def is_sync_launch(self) -> bool:
+        """Whether the stream is one of the sync-launch streams (no task queue)."""
+        return bool(_C._stream_is_sync_launch(self.device_index, self.stream_id))
 
     def wait_event(self, event: torch.Event) -> None:
         r"""Make all future work submitted to this stream wait for ``event``.
@@ -117,11 +142,37 @@ class Stream(torch.Stream):
         return f"<torch_npu.npu.Stream device={self.device} npu_stream={self.npu_stream:#x}>"
 
 
-class ExternalStream(Stream):
-    r"""Wrapper around an NPU stream created elsewhere, named by its id (``Stream.npu_stream``).
+class SyncLaunchStream(Stream):
+    r"""A stream whose tasks are launched without the task queue (torch_npu's
+    ``SyncLaunchStream``), e.g. to save a checkpoint while another device failed. The pool has
+    four such streams per device, handed out round-robin.
 
     Args:
-        stream_ptr (int): the stream id.
+        device (torch.device, str or int, optional): the device of the stream; the current
+            device if ``None``.
+    """
+
+    def __new__(cls, device: Any = None, priority: int = 0, **kwargs: Any):
+        return super().__new__(cls, device, priority, is_sync_launch=True, **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SyncLaunchStream) and super().__eq__(other)
+
+    def __hash__(self) -> int:
+        return super().__hash__()
+
+    def __repr__(self) -> str:
+        return f"<torch_npu.npu.SyncLaunchStream device={self.device} npu_stream={self.npu_stream:#x}>"
+
+
+class ExternalStream(Stream):
+    r"""Wrapper around an NPU stream created elsewhere, named by its handle (``Stream.npu_stream``).
+
+    Work can be queued on it (``torch.npu.stream(ext)``); as on torch_npu, it cannot be queried
+    or synchronized from here: synchronize it where it was created, or synchronize the device.
+
+    Args:
+        stream_ptr (int): the stream handle.
         device (torch.device, str or int, optional): the device of the stream; the current
             device if ``None``.
     """
@@ -130,7 +181,51 @@ class ExternalStream(Stream):
         _lazy_init()
         with _device_context(device):
             index = current_device()
-        return super().__new__(cls, stream_id=int(stream_ptr), device_index=index, device_type=_PRIVATEUSE1)
+        # The handle is not checked: only its creator knows it (as on torch_npu).
+        return torch.Stream.__new__(cls, stream_id=int(stream_ptr), device_index=index, device_type=_PRIVATEUSE1)
+
+    def query(self) -> bool:
+        raise RuntimeError(
+            "Cannot query an external stream: NPUStream::query is not supported for a stream "
+            "created outside torch_npu" + pta_error(ErrCode.NOT_SUPPORT)
+        )
+
+    def synchronize(self) -> None:
+        raise RuntimeError(
+            "NPUStream::synchronize is not supported for an external stream; synchronize it where "
+            "it was created, or call torch.npu.synchronize()" + pta_error(ErrCode.NOT_SUPPORT)
+        )
+
+
+def _check_stream_triple(stream_id: Any, device_index: Any, device_type: Any) -> None:
+    """Fail fast on a (stream_id, device_index, device_type) that names no npu stream, as
+    torch_npu's unpack3 does, instead of building a stream that fails at first use."""
+    for name, value in (("stream_id", stream_id), ("device_index", device_index), ("device_type", device_type)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, but got {type(value).__name__}")
+    if device_type != _PRIVATEUSE1:
+        raise RuntimeError(
+            f"Invalid device_type : {device_type}, an npu stream has device_type {_PRIVATEUSE1}"
+            + pta_error(ErrCode.VALUE)
+        )
+    count = device_count()
+    if not 0 <= device_index < count:
+        raise RuntimeError(
+            f"Invalid device_index : {device_index}, valid device_index range is [0, {count})"
+            + pta_error(ErrCode.VALUE)
+        )
+    _lazy_init()
+    if stream_id < 0 or not _C._is_valid_stream(device_index, stream_id):
+        raise RuntimeError(
+            f"Unrecognized stream {stream_id} on device npu:{device_index} (I didn't recognize the "
+            "stream type or index). Did you manufacture the StreamId yourself?  Don't do that; use "
+            "the official API like torch.npu.Stream() to get a new stream." + pta_error(ErrCode.PARAM)
+        )
+
+
+def _wrap(stream_id: int, device_index: int) -> Stream:
+    # A stream the runtime just named: no need to check it again.
+    return torch.Stream.__new__(Stream, stream_id=stream_id, device_index=device_index, device_type=_PRIVATEUSE1)
 
 
 def _as_npu_stream(value: torch.Stream) -> Stream:
@@ -146,6 +241,11 @@ class Event(torch.Event):
 
     The event is created lazily, when it is first recorded. Timing is on the simulated
     timeline: ``elapsed_time`` gives the simulated milliseconds between two events.
+
+    An event created with ``interprocess=True`` can be shared with other processes:
+    ``ipc_handle()`` gives bytes that :meth:`from_ipc_handle` opens in another process, where
+    ``query``, ``synchronize`` and ``wait`` follow the records made by any process (see
+    :mod:`npusim.npu._ipc_event` for what is shared).
 
     Args:
         enable_timing (bool, optional): whether the event measures time (default: ``False``)
@@ -169,6 +269,9 @@ class Event(torch.Event):
         self._twin = torch.Event(
             device=torch.device("npu"), enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
         )
+        self._interprocess = interprocess
+        self._shared = None  # the SharedEventState once exported or imported
+        self._imported = False
         return self
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -178,23 +281,70 @@ class Event(torch.Event):
     def npu_event(self) -> int:
         return self.event_id
 
+    def ipc_handle(self) -> bytes:
+        r"""Return the IPC handle of this event: bytes that :meth:`from_ipc_handle` opens in
+        another process. The event must have been created with ``interprocess=True``; it need not
+        have been recorded."""
+        if not self._interprocess:
+            raise RuntimeError(
+                "ipc_handle() needs an event created with interprocess=True" + pta_error(ErrCode.PARAM)
+            )
+        if self._shared is None:
+            from npusim.npu._ipc_event import SharedEventState
+
+            _lazy_init()
+            self._attach(SharedEventState.create(current_device()))
+        return self._shared.handle()
+
+    @classmethod
+    def from_ipc_handle(cls, device: Any, handle: bytes) -> "Event":
+        r"""Open an event exported by another process with :meth:`ipc_handle`, on ``device``."""
+        from npusim.npu._ipc_event import SharedEventState
+
+        index = _get_device_index(device, optional=True)
+        if not 0 <= index < device_count():
+            raise RuntimeError(
+                f"Invalid device_index : {index}, valid device_index range is [0, {device_count()})"
+                + pta_error(ErrCode.VALUE)
+            )
+        _lazy_init()
+        event = cls(enable_timing=False, interprocess=True)
+        event._attach(SharedEventState.open(handle))
+        event._imported = True
+        return event
+
+    def _attach(self, shared) -> None:
+        import weakref
+
+        self._shared = shared
+        # Released with the event, or at exit: the creator's block disappears then.
+        weakref.finalize(self, shared.close)
+
     def record(self, stream: torch.Stream | None = None) -> None:
         r"""Record the event in ``stream`` (the current stream by default)."""
         if stream is None:
             stream = current_stream()
         super().record(stream)
         self._twin.record(stream)
+        if self._shared is not None:
+            self._shared.publish_record()
 
     def wait(self, stream: torch.Stream | None = None) -> None:
         r"""Make all future work submitted to ``stream`` (the current stream by default) wait for
         this event."""
         if stream is None:
             stream = current_stream()
+        if self._imported:
+            # The other process's work has run: nothing to order on this process's timeline.
+            self._shared.synchronize()
+            return
         super().wait(stream)
 
     def query(self) -> bool:
         r"""Return whether all work captured by the event has completed."""
-        return super().query()
+        if self._imported:
+            return self._shared.query()
+        return super().query() and (self._shared is None or self._shared.query())
 
     def elapsed_time(self, end_event: torch.Event) -> float:
         r"""Return the simulated time in milliseconds between this event and ``end_event``."""
@@ -203,7 +353,12 @@ class Event(torch.Event):
 
     def synchronize(self) -> None:
         r"""Wait until all work captured by the event has completed."""
+        if self._imported:
+            self._shared.synchronize()
+            return
         super().synchronize()
+        if self._shared is not None:
+            self._shared.synchronize()
 
     def __repr__(self) -> str:
         if self.event_id:
@@ -228,14 +383,14 @@ def current_stream(device: Any = None) -> Stream:
     r"""Return the current stream of a device (the current device by default)."""
     _lazy_init()
     index = _get_device_index(device, optional=True)
-    return Stream(stream_id=_C._current_stream(index), device_index=index, device_type=_PRIVATEUSE1)
+    return _wrap(_C._current_stream(index), index)
 
 
 def default_stream(device: Any = None) -> Stream:
     r"""Return the default stream of a device (the current device by default)."""
     _lazy_init()
     index = _get_device_index(device, optional=True)
-    return Stream(stream_id=_C._default_stream(index), device_index=index, device_type=_PRIVATEUSE1)
+    return _wrap(_C._default_stream(index), index)
 
 
 class StreamContext:

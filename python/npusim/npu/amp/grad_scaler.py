@@ -90,7 +90,45 @@ class GradScaler(torch.amp.GradScaler):
             self._clear_overflow_flag = True
         return super().scale(outputs)
 
+    # PyTorch's texts of the scaler's state errors; torch_npu raises them with its error codes.
+    _STATE_ERRORS = {
+        "unscale_() has already been called on this optimizer since the last update().": ErrCode.INTERNAL,
+        "unscale_() is being called after step().": ErrCode.INTERNAL,
+        "step() has already been called since the last update().": ErrCode.INTERNAL,
+        "No inf checks were recorded for this optimizer.": ErrCode.INTERNAL,
+        "Closure use is not currently supported if GradScaler is enabled.": ErrCode.NOT_SUPPORT,
+    }
+
+    def _with_error_code(self, method, *args: Any, **kwargs: Any):
+        try:
+            return method(*args, **kwargs)
+        except RuntimeError as error:
+            code = self._STATE_ERRORS.get(str(error))
+            if code is None:
+                raise
+            raise RuntimeError(str(error) + pta_error(code)) from None
+
+    def unscale_(self, optimizer) -> None:  # type: ignore[override]
+        self._with_error_code(super().unscale_, optimizer)
+
+    def step(self, optimizer, *args: Any, **kwargs: Any):  # type: ignore[override]
+        return self._with_error_code(super().step, optimizer, *args, **kwargs)
+
+    def _check_new_scale(self, new_scale: Any) -> None:
+        if new_scale is None or isinstance(new_scale, float):
+            return
+        reason = "new_scale should be a float or a 1-element torch.npu.FloatTensor with requires_grad=False."
+        if not (isinstance(new_scale, torch.Tensor) and new_scale.is_npu and new_scale.dtype == torch.float32):
+            raise TypeError(reason + pta_error(ErrCode.TYPE))
+        if new_scale.numel() != 1 or new_scale.requires_grad:
+            raise ValueError(reason + pta_error(ErrCode.VALUE))
+
     def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16):  # type: ignore[override]
+        if not allow_fp16:
+            for group in optimizer.param_groups:
+                for param in group["params"]:
+                    if param.grad is not None and param.grad.dtype == torch.float16:
+                        raise TypeError("Attempting to unscale FP16 gradients." + pta_error(ErrCode.TYPE))
         if self._dynamic:
             found_inf_per_device = super()._unscale_grads_(optimizer, inv_scale, found_inf, allow_fp16)
             self._sum_overflow_over_ranks(found_inf_per_device)
@@ -106,8 +144,6 @@ class GradScaler(torch.amp.GradScaler):
                 for param in group["params"]:
                     if param.grad is None:
                         continue
-                    if (not allow_fp16) and param.grad.dtype == torch.float16:
-                        raise ValueError("Attempting to unscale FP16 gradients.")
                     grad = param.grad._values() if param.grad.is_sparse else param.grad
                     grad.mul_(inv_scale.to(grad.device))
         return {found_inf.device: found_inf}
@@ -131,6 +167,7 @@ class GradScaler(torch.amp.GradScaler):
     def update(self, new_scale: float | torch.Tensor | None = None) -> None:
         if not self._enabled:
             return
+        self._check_new_scale(new_scale)
         if new_scale is None and not self._dynamic:
             # A static loss scale does not move.
             self._check_scale_growth_tracker("update")
