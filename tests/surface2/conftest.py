@@ -3,7 +3,7 @@ with several optimizers, device properties, streams, interprocess events, sparse
 error codes.
 
 As in ``tests/python``: npusim is imported from ``python/`` of the checkout when the extension is
-built there. Helpers live in :mod:`surface_subprocess` (a conftest module name is shared by every
+built there. Helpers live in :mod:`surface2_subprocess` (a conftest module name is shared by every
 test folder, so tests import nothing from here).
 """
 

@@ -4,7 +4,7 @@ are read at the first allocation or changed by torch.npu.memory._set_allocator_s
 
 from __future__ import annotations
 
-from surface_subprocess import run_python
+from surface2_subprocess import run_python
 
 ROUNDUP = "roundup_power2_divisions:[8:1,64:4,128:8,256:2,>:16]"
 

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 import torch
 import torch.nn.functional as F
-from surface_subprocess import run_python
+from surface2_subprocess import run_python
 
 
 def test_contiguous_only_to_the_contiguous_format():

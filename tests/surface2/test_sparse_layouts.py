@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from surface_subprocess import run_python
+from surface2_subprocess import run_python
 
 
 def _coo():
