@@ -69,3 +69,16 @@ __all__ = [
     "npurt",
     "get_soc_version",
 ]
+
+
+# Inductor looks up a PrivateUse1 device's code generators on its device module; npusim builds
+# them on first use (npusim.compile), so that importing torch does not import Inductor.
+_INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+
+
+def __getattr__(name: str):
+    if name in _INDUCTOR_CODEGEN_NAMES:
+        from npusim.compile import inductor_codegen
+
+        return inductor_codegen(name)
+    raise AttributeError(f"module 'torch.npu' has no attribute '{name}'")

@@ -1,0 +1,173 @@
+"""Inductor for the npu device: the C++ (CPU) code generator on simulated device memory.
+
+npusim's device memory is host memory (DESIGN.md, execution model), so the vectorised C++
+kernels Inductor writes for CPU run on npu buffers as they are: the wrapper passes the data
+pointers of npu tensors and the kernels read and write them in place. Buffers the wrapper
+allocates come from the npu caching allocator (``empty_strided`` on the npu device), so memory
+statistics, OOM and the timeline see a compiled step as they see an eager one. Matrix
+products, convolutions and other extern kernels stay npu operators, priced as in eager mode.
+
+``TORCHINDUCTOR_NPU_BACKEND`` (contract §5) chooses torch_npu's kernel generator (Triton, MLIR,
+DVM, AscendC); npusim has one, the C++ generator, serves it for every known value and says
+so once. ``NPU_INDUCTOR_FALLBACK_LIST`` names aten operators that must stay eager operators
+(not lowered into fused kernels); npusim honours it.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from textwrap import dedent
+
+import torch
+
+_REGISTERED = False
+# torch_npu's names for its Inductor kernel generators; npusim generates C++ for all of them.
+_KNOWN_NPU_BACKENDS = ("cpp", "triton", "mlir", "dvm", "ascendc", "default", "")
+
+
+def selected_backend() -> str:
+    """The value of ``TORCHINDUCTOR_NPU_BACKEND`` (``cpp`` when unset); warns once when it
+    names a generator npusim replaces by its C++ one."""
+    value = os.environ.get("TORCHINDUCTOR_NPU_BACKEND", "").strip().lower()
+    if value not in _KNOWN_NPU_BACKENDS:
+        raise RuntimeError(
+            f"TORCHINDUCTOR_NPU_BACKEND={value!r} is not a known npu Inductor backend; "
+            "expected one of triton, mlir, dvm, ascendc, cpp."
+        )
+    if value not in ("cpp", "default", ""):
+        warnings.warn(
+            f"npusim: TORCHINDUCTOR_NPU_BACKEND={value} selects a device kernel generator of "
+            "torch_npu; npusim compiles npu graphs with Inductor's C++ generator instead (the same "
+            "fusion decisions; the kernels run on the simulated device memory).",
+            stacklevel=2,
+        )
+    return value or "cpp"
+
+
+def fallback_operators() -> list[str]:
+    """The aten operators named by ``NPU_INDUCTOR_FALLBACK_LIST`` (comma separated)."""
+    raw = os.environ.get("NPU_INDUCTOR_FALLBACK_LIST", "")
+    return [name.strip() for name in raw.split(",") if name.strip()]
+
+
+def _apply_fallback_list() -> None:
+    from torch._inductor import lowering
+
+    for name in fallback_operators():
+        # "aten.gelu", "gelu", "aten::gelu", "aten.gelu.default" all name the packet aten.gelu.
+        short = name.removeprefix("torch.ops.").removeprefix("aten::").removeprefix("aten.").split(".")[0]
+        packet = getattr(torch.ops.aten, short, None) if short else None
+        if not isinstance(packet, torch._ops.OpOverloadPacket):
+            raise RuntimeError(f"NPU_INDUCTOR_FALLBACK_LIST names {name!r}, which is not an aten operator")
+        lowering.make_fallback(packet, warn=False, override_decomp=True)
+
+
+def _op_overrides_class():
+    from torch._inductor.codegen.common import DeviceOpOverrides
+
+    class NpuDeviceOpOverrides(DeviceOpOverrides):
+        """What the Python wrapper writes for device, stream and sync calls on npu."""
+
+        def import_get_raw_stream_as(self, name: str) -> str:
+            return dedent(
+                f"""
+                def {name}(index):
+                    return torch.npu.current_stream(index).stream_id
+                """
+            )
+
+        def set_device(self, device_idx: int) -> str:
+            return f"torch.npu.set_device({device_idx})"
+
+        def synchronize(self) -> str:
+            return "torch.npu.synchronize()"
+
+        def device_guard(self, device_idx: int) -> str:
+            return f"torch.npu.device({device_idx})"
+
+        def current_stream(self) -> str:
+            return "torch.npu.current_stream()"
+
+        def cpp_kernel_type(self) -> str:
+            return "void*"
+
+    return NpuDeviceOpOverrides
+
+
+def _wrapper_class():
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    class NpuPythonWrapperCodegen(PythonWrapperCodegen):
+        """The Python wrapper of a compiled npu graph.
+
+        Each call of a generated C++ kernel goes through ``npu_kernel_launch``, so that the
+        simulated timeline charges it as one fused-kernel launch with the bytes it moves.
+        """
+
+        @staticmethod
+        def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+            if is_subgraph:
+                from torch._inductor.codegen.wrapper import SubgraphPythonWrapperCodegen
+
+                return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
+            return NpuPythonWrapperCodegen()
+
+        def write_header(self) -> None:
+            super().write_header()
+            self.imports.splice("from npusim.compile.kernel_launch import npu_kernel_launch", strip=True)
+
+        def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, triton=True,
+                                         arg_types=None, **kwargs):
+            from torch._inductor.virtualized import V
+
+            device = device or V.graph.get_current_device_or_throw()
+            if device.type != "npu" or triton:
+                return super()._generate_kernel_call_helper(
+                    kernel_name, call_args, device=device, triton=triton, arg_types=arg_types, **kwargs
+                )
+            # C++ kernels take raw pointers: const ones are read, the others written.
+            reads, writes = [], []
+            for name, kind in zip(call_args, arg_types or [""] * len(call_args)):
+                kind = str(kind)
+                if kind.endswith("*"):
+                    (reads if kind.startswith("const") else writes).append(name)
+            args = "".join(f"{a}, " for a in call_args)
+            read_args = "".join(f"{a}, " for a in reads)
+            write_args = "".join(f"{a}, " for a in writes)
+            self.writeline(
+                f"npu_kernel_launch({kernel_name!r}, {kernel_name}, ({args}), ({read_args}), ({write_args}))"
+            )
+
+    return NpuPythonWrapperCodegen
+
+
+def codegen_class(name: str):
+    """The class Inductor's PrivateUse1 lookup asks the device module for."""
+    from torch._inductor.codegen.common import get_scheduling_for_device, get_wrapper_codegen_for_device
+
+    if name == "Scheduling":
+        return get_scheduling_for_device("npu")
+    if name == "PythonWrapperCodegen":
+        return get_wrapper_codegen_for_device("npu")
+    if name == "CppWrapperCodegen":
+        return get_wrapper_codegen_for_device("npu", cpp_wrapper=True)
+    if name == "WrapperFxCodegen":
+        return None
+    raise AttributeError(name)
+
+
+def register() -> None:
+    """Register the npu device with Inductor; idempotent, run at the first Inductor compile."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
+    from torch._inductor.codegen.cpp import CppScheduling
+    from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+
+    selected_backend()
+    register_backend_for_device("npu", CppScheduling, _wrapper_class(), CppWrapperCpu)
+    register_device_op_overrides("npu", _op_overrides_class()())
+    _apply_fallback_list()
+    _REGISTERED = True
