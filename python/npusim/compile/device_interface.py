@@ -8,6 +8,7 @@ compiled region and eager code see one device state.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from typing import Any
 
 import torch
@@ -15,8 +16,14 @@ from torch._dynamo.device_interface import DeviceInterface, caching_worker_curre
 
 import npusim.npu as npu
 
-# Properties read in Inductor's compile workers, cached as CUDA's interface does.
-_worker_properties: list[Any] = []
+# What Inductor reads of a device to shape kernels (reduction splits, thread counts). The npu
+# kernels it generates are C++ running on the host's threads, so the parallelism is the host's,
+# as for CPU; the chip's own properties stay torch.npu.get_device_properties().
+KernelTarget = namedtuple("KernelTarget", ["name", "multi_processor_count"])
+
+
+def kernel_target(device: torch.types.Device = None) -> KernelTarget:
+    return KernelTarget(name=npu.get_device_name(device), multi_processor_count=torch.get_num_threads())
 
 
 class NpuInterface(DeviceInterface):
@@ -37,15 +44,7 @@ class NpuInterface(DeviceInterface):
 
         @staticmethod
         def get_device_properties(device: torch.types.Device = None) -> Any:
-            if isinstance(device, str):
-                device = torch.device(device)
-            if isinstance(device, torch.device):
-                device = device.index
-            if device is None:
-                device = NpuInterface.Worker.current_device()
-            if not _worker_properties:
-                _worker_properties.extend(npu.get_device_properties(i) for i in range(npu.device_count()))
-            return _worker_properties[device]
+            return kernel_target(device)
 
     current_device = staticmethod(npu.current_device)
     set_device = staticmethod(npu.set_device)
@@ -54,7 +53,7 @@ class NpuInterface(DeviceInterface):
     current_stream = staticmethod(npu.current_stream)
     set_stream = staticmethod(npu.set_stream)  # type: ignore[assignment]
     synchronize = staticmethod(npu.synchronize)
-    get_device_properties = staticmethod(npu.get_device_properties)  # type: ignore[assignment]
+    get_device_properties = staticmethod(kernel_target)  # type: ignore[assignment]
     memory_allocated = staticmethod(npu.memory_allocated)
     is_bf16_supported = staticmethod(npu.is_bf16_supported)  # type: ignore[arg-type]
 

@@ -157,6 +157,54 @@ def codegen_class(name: str):
     raise AttributeError(name)
 
 
+def _schedule_npu_nodes_as_cpu() -> None:
+    """The scheduler asks ``node.is_cpu()`` before steps written for Triton's SIMD kernels
+    (loop reindexing after fusion, some fusion scores); npu nodes get C++ kernels, so they
+    must take the CPU path there. Out-of-tree devices patch this until PyTorch's device
+    hard-coding is gone (RFC #189138)."""
+    from torch._inductor.scheduler import BaseSchedulerNode
+
+    if getattr(BaseSchedulerNode.is_cpu, "_npusim", False):
+        return
+    original = BaseSchedulerNode.is_cpu
+
+    def is_cpu(self) -> bool:
+        device = self.get_device()
+        return original(self) or (device is not None and device.type == "npu")
+
+    is_cpu._npusim = True
+    BaseSchedulerNode.is_cpu = is_cpu
+
+
+def _npu_kernels_use_cpu_backend() -> None:
+    """``get_current_backend()`` names the kernel language of a device ("cpp" for CPU,
+    "triton" for every device it does not know); code generation and dtype propagation branch
+    on it, so for npu it must say what npu kernels are: CPU C++. Patched where it is bound."""
+    import importlib
+
+    from torch._inductor import config, utils
+
+    if getattr(utils.get_current_backend, "_npusim", False):
+        return
+    original = utils.get_current_backend
+
+    def get_current_backend(device_type: str | None = None) -> str:
+        if not device_type:
+            from torch._inductor.virtualized import V
+
+            device_type = V.graph.get_current_device_or_throw().type
+        if device_type == "npu":
+            return config.cpu_backend
+        return original(device_type)
+
+    get_current_backend._npusim = True
+    for name in ("torch._inductor.utils", "torch._inductor.codegen.common", "torch._inductor.scheduler",
+                 "torch._inductor.kernel.mm_common"):
+        module = importlib.import_module(name)
+        if hasattr(module, "get_current_backend"):
+            module.get_current_backend = get_current_backend
+
+
 def register() -> None:
     """Register the npu device with Inductor; idempotent, run at the first Inductor compile."""
     global _REGISTERED
@@ -169,5 +217,7 @@ def register() -> None:
     selected_backend()
     register_backend_for_device("npu", CppScheduling, _wrapper_class(), CppWrapperCpu)
     register_device_op_overrides("npu", _op_overrides_class()())
+    _schedule_npu_nodes_as_cpu()
+    _npu_kernels_use_cpu_backend()
     _apply_fallback_list()
     _REGISTERED = True
