@@ -48,7 +48,9 @@ class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def install() -> None:
-    """Arrange the Dynamo registration (now if Dynamo is loaded, else when it loads)."""
+    """Arrange the Dynamo registration (now if Dynamo is loaded, else when it loads), and
+    serve ``torchair`` where no real one is installed."""
+    install_torchair()
     if _DEVICE_INTERFACE_MODULE in sys.modules:
         from npusim.compile import device_interface
 
@@ -66,3 +68,23 @@ def inductor_codegen(name: str):
     device_interface.register()
     inductor_backend.register()
     return inductor_backend.codegen_class(name)
+
+
+class _TorchairFinder(importlib.abc.MetaPathFinder):
+    """Serves ``torchair`` from npusim; placed last on ``sys.meta_path`` so that a real
+    torchair on ``sys.path`` is always found first."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torchair":
+            return None
+        import os
+
+        directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_torchair")
+        return importlib.util.spec_from_file_location(
+            "torchair", os.path.join(directory, "__init__.py"), submodule_search_locations=[directory]
+        )
+
+
+def install_torchair() -> None:
+    if not any(isinstance(finder, _TorchairFinder) for finder in sys.meta_path):
+        sys.meta_path.append(_TorchairFinder())

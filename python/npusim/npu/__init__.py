@@ -73,7 +73,9 @@ __all__ = [
 
 # Inductor looks up a PrivateUse1 device's code generators on its device module; npusim builds
 # them on first use (npusim.compile), so that importing torch does not import Inductor.
+# The graph API (NPUGraph, graph, ...) is served from npusim.compile.graphs on first use too.
 _INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+_GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing")
 
 
 def __getattr__(name: str):
@@ -81,4 +83,8 @@ def __getattr__(name: str):
         from npusim.compile import inductor_codegen
 
         return inductor_codegen(name)
+    if name in _GRAPH_NAMES:
+        from npusim.compile import graphs
+
+        return getattr(graphs, name)
     raise AttributeError(f"module 'torch.npu' has no attribute '{name}'")
