@@ -95,14 +95,34 @@ def _op_overrides_class():
     return NpuDeviceOpOverrides
 
 
+def _static_traffic(reads: list[str], writes: list[str]) -> tuple[int, int, int] | None:
+    """(bytes read, bytes written, largest element count) of a kernel's buffers when every
+    size is a number at compile time; None with dynamic shapes (then counted at run time)."""
+    from torch._inductor.virtualized import V
+
+    totals = [0, 0]
+    elements = 0
+    for index, names in enumerate((reads, writes)):
+        for name in names:
+            try:
+                buffer = V.graph.get_buffer(name)
+                numel = int(buffer.get_numel())
+                itemsize = buffer.get_dtype().itemsize
+            except (AttributeError, TypeError, KeyError):
+                return None
+            totals[index] += numel * itemsize
+            elements = max(elements, numel)
+    return totals[0], totals[1], elements
+
+
 def _wrapper_class():
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
     class NpuPythonWrapperCodegen(PythonWrapperCodegen):
         """The Python wrapper of a compiled npu graph.
 
-        Each call of a generated C++ kernel goes through ``npu_kernel_launch``, so that the
-        simulated timeline charges it as one fused-kernel launch with the bytes it moves.
+        Each call of a generated C++ kernel is followed by its charge on the simulated timeline
+        as one fused-kernel launch with the bytes it moves (npusim.compile.kernel_launch).
         """
 
         @staticmethod
@@ -115,7 +135,9 @@ def _wrapper_class():
 
         def write_header(self) -> None:
             super().write_header()
-            self.imports.splice("from npusim.compile.kernel_launch import npu_kernel_launch", strip=True)
+            self.imports.splice(
+                "from npusim.compile.kernel_launch import npu_charge_kernel, npu_charge_tensors", strip=True
+            )
 
         def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, triton=True,
                                          arg_types=None, **kwargs):
@@ -132,14 +154,39 @@ def _wrapper_class():
                 kind = str(kind)
                 if kind.endswith("*"):
                     (reads if kind.startswith("const") else writes).append(name)
-            args = "".join(f"{a}, " for a in call_args)
-            read_args = "".join(f"{a}, " for a in reads)
-            write_args = "".join(f"{a}, " for a in writes)
-            self.writeline(
-                f"npu_kernel_launch({kernel_name!r}, {kernel_name}, ({args}), ({read_args}), ({write_args}))"
-            )
+            self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+            static = _static_traffic(reads, writes)
+            if static is not None:
+                # Static shapes: the bytes are known now; the launch only charges them.
+                read_bytes, written_bytes, elements = static
+                self.writeline(
+                    f"npu_charge_kernel({device.index or 0}, {kernel_name!r}, {read_bytes}, {written_bytes}, {elements})"
+                )
+            else:
+                read_args = "".join(f"{a}, " for a in reads)
+                write_args = "".join(f"{a}, " for a in writes)
+                self.writeline(f"npu_charge_tensors({kernel_name!r}, ({read_args}), ({write_args}))")
 
     return NpuPythonWrapperCodegen
+
+
+def _cache_key_pass():
+    """A no-op graph pass whose id is the hash of npusim's code generation files: Inductor
+    puts custom device passes in its FX-graph cache key, so a cached wrapper written by an
+    older npusim is never reused."""
+    from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    files = tuple(os.path.join(here, name) for name in ("inductor_backend.py", "kernel_launch.py", "_native.py"))
+
+    class NpusimCodegenVersion(CustomGraphModulePass):
+        def __call__(self, graph_module) -> None:
+            return None
+
+        def uuid(self):
+            return get_hash_for_files(files)
+
+    return NpusimCodegenVersion()
 
 
 def codegen_class(name: str):
@@ -215,7 +262,9 @@ def register() -> None:
     from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 
     selected_backend()
-    register_backend_for_device("npu", CppScheduling, _wrapper_class(), CppWrapperCpu)
+    register_backend_for_device(
+        "npu", CppScheduling, _wrapper_class(), CppWrapperCpu, device_custom_pass=_cache_key_pass()
+    )
     register_device_op_overrides("npu", _op_overrides_class()())
     _schedule_npu_nodes_as_cpu()
     _npu_kernels_use_cpu_backend()

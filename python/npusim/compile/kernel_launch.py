@@ -1,9 +1,11 @@
 """The launch of one kernel Inductor generated for npu, as the timeline sees it.
 
 A generated C++ kernel runs on the host straight on npu memory, outside the dispatcher, so
-the executor never sees it. The wrapper calls it through :func:`npu_kernel_launch`, which runs
-it and charges the simulated timeline once for the fused kernel: one dispatch, and the bytes
-its pointer arguments cover (read-only arguments read once, written ones written once).
+the executor never sees it. The wrapper calls the kernel, then charges the simulated timeline
+once for it as one fused kernel: one dispatch, and the bytes its pointer arguments cover
+(read-only arguments read once, written ones written once). With static shapes the bytes are
+computed when the graph compiles (:func:`npu_charge_kernel`); with dynamic shapes they are
+read from the tensors at run time (:func:`npu_charge_tensors`).
 """
 
 from __future__ import annotations
@@ -12,24 +14,23 @@ import torch
 
 from npusim.compile import _native
 
+npu_charge_kernel = _native.charge_fused_kernel
 
-def npu_kernel_launch(name: str, kernel, args: tuple, reads: tuple, writes: tuple) -> None:
-    kernel(*args)
-    read_bytes = 0
-    write_bytes = 0
+
+def npu_charge_tensors(name: str, reads: tuple, writes: tuple) -> None:
+    read_bytes = written_bytes = elements = 0
     device = -1
-    elements = 0
-    for tensor in reads:
-        if isinstance(tensor, torch.Tensor):
-            read_bytes += tensor.numel() * tensor.element_size()
-            elements = max(elements, tensor.numel())
-            if device < 0 and tensor.device.type == "npu":
-                device = tensor.device.index
-    for tensor in writes:
-        if isinstance(tensor, torch.Tensor):
-            write_bytes += tensor.numel() * tensor.element_size()
+    for index, group in enumerate((reads, writes)):
+        for tensor in group:
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            size = tensor.numel() * tensor.element_size()
+            if index == 0:
+                read_bytes += size
+            else:
+                written_bytes += size
             elements = max(elements, tensor.numel())
             if device < 0 and tensor.device.type == "npu":
                 device = tensor.device.index
     if device >= 0:
-        _native.charge_fused_kernel(device, name, read_bytes, write_bytes, elements)
+        _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
