@@ -102,3 +102,29 @@ def test_npu_backend_switch(monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_NPU_BACKEND", "bogus")
     with pytest.raises(RuntimeError, match="not a known npu Inductor backend"):
         inductor_backend.selected_backend()
+
+
+def test_a_fused_kernel_is_one_launch_priced_by_its_own_bytes():
+    from torch._inductor.utils import run_and_get_code
+
+    from npusim import _C
+
+    def pointwise(x):
+        return (x.sin() * 2 + 1).relu()
+
+    torch._dynamo.reset()
+    x = torch.randn(1024, device="npu")
+    compiled = torch.compile(pointwise)
+    _, codes = run_and_get_code(compiled, x)
+    # One kernel reading x once (4096 bytes) and writing the result once (4096 bytes).
+    assert "npu_charge_kernel(0, 'cpp_fused_" in codes[0]
+    assert ", 4096, 4096, 1024)" in codes[0]
+    torch.npu.synchronize()
+    before = _C._timing_totals()["launches"]
+    pointwise(x)
+    eager_launches = _C._timing_totals()["launches"] - before
+    before = _C._timing_totals()["launches"]
+    result = compiled(x)
+    compiled_launches = _C._timing_totals()["launches"] - before
+    assert eager_launches == 4 and compiled_launches == 1
+    torch.testing.assert_close(result.cpu(), pointwise(x.cpu()), **TOLERANCE)

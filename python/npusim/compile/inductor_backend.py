@@ -148,12 +148,23 @@ def _wrapper_class():
                 return super()._generate_kernel_call_helper(
                     kernel_name, call_args, device=device, triton=triton, arg_types=arg_types, **kwargs
                 )
-            # C++ kernels take raw pointers: const ones are read, the others written.
+            # C++ kernels take raw pointers: const ones are read, the others written. Inductor
+            # lists in-place buffers first, then inputs (const), then outputs, so the written
+            # pointers before the first const one are read as well.
             reads, writes = [], []
-            for name, kind in zip(call_args, arg_types or [""] * len(call_args)):
-                kind = str(kind)
-                if kind.endswith("*"):
-                    (reads if kind.startswith("const") else writes).append(name)
+            seen_input = False
+            pointers = [(n, str(k)) for n, k in zip(call_args, arg_types or [""] * len(call_args))]
+            has_inputs = any(k.endswith("*") and k.startswith("const") for _, k in pointers)
+            for name, kind in pointers:
+                if not kind.endswith("*"):
+                    continue
+                if kind.startswith("const"):
+                    seen_input = True
+                    reads.append(name)
+                else:
+                    writes.append(name)
+                    if has_inputs and not seen_input:
+                        reads.append(name)
             self.writeline(self.wrap_kernel_call(kernel_name, call_args))
             static = _static_traffic(reads, writes)
             if static is not None:
