@@ -101,3 +101,21 @@ def test_make_graphed_callables_and_pools():
     assert graphed.graph.pool() != torch.npu.graph_pool_handle()
     with pytest.raises(RuntimeError, match="forward passes only"):
         torch.npu.make_graphed_callables(model, (sample,))
+
+
+def test_capturing_a_compiled_function_records_its_operators():
+    # Dynamo runs a frame eagerly under a dispatch mode, so the capture sees the operators
+    # (the fused kernels of a compiled graph could not be recorded; they refuse to run).
+    def pointwise(x):
+        return (x.sin() * 2 + 1).relu()
+
+    x = torch.randn(1024, device="npu")
+    compiled = torch.compile(pointwise)  # the same graph as test_inductor's: cached kernel
+    compiled(x)
+    npu_graph = torch.npu.NPUGraph()
+    with torch.npu.graph(npu_graph):
+        static = compiled(x)
+    assert [op.rsplit(".", 1)[0] for op in npu_graph.operators] == ["aten.sin", "aten.mul", "aten.add", "aten.relu"]
+    x.copy_(torch.randn(1024, device="npu"))
+    npu_graph.replay()
+    torch.testing.assert_close(static.cpu(), pointwise(x).cpu())

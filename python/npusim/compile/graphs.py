@@ -26,6 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from npusim._error_code import ErrCode, SubModule, error_suffix
+from npusim.compile import kernel_launch
 
 __all__ = [
     "NPUGraph",
@@ -57,6 +58,16 @@ def _capture_error(what: str) -> RuntimeError:
         f"{what} is not permitted when stream is capturing: the operation would make the host wait "
         "for the device (or read device memory) inside an NPUGraph capture. Move it before the "
         "capture or after replay()." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+    )
+
+
+def uncapturable(kernel: str) -> RuntimeError:
+    """The error for an Inductor-generated npu kernel inside a capture (it runs outside the
+    dispatcher, so npusim cannot record it)."""
+    return RuntimeError(
+        f"The Inductor kernel {kernel} cannot be captured into an NPUGraph by npusim: compiled "
+        "regions run their fused kernels outside the operator dispatcher. Capture the eager "
+        "region, or compile without capturing." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
     )
 
 
@@ -149,6 +160,7 @@ class NPUGraph:
         self._operations = []
         self._mode = _CaptureMode(self)
         _state.capture = self
+        kernel_launch.active_captures += 1
         self._forbid_synchronization()
         self._mode.__enter__()
 
@@ -166,6 +178,7 @@ class NPUGraph:
         mode.__exit__(None, None, None)
         self._allow_synchronization()
         _state.capture = None
+        kernel_launch.active_captures -= 1
 
     def _abort_capture(self) -> None:
         if self._mode is not None:

@@ -14,10 +14,27 @@ import torch
 
 from npusim.compile import _native
 
-npu_charge_kernel = _native.charge_fused_kernel
+# Captures in progress (npusim.compile.graphs): a generated kernel runs outside the dispatcher,
+# so an NPUGraph capture could not record it; it refuses instead of replaying wrong results.
+active_captures = 0
+
+
+def _refuse_in_capture(name: str) -> None:
+    from npusim.compile.graphs import is_current_stream_capturing, uncapturable
+
+    if is_current_stream_capturing():
+        raise uncapturable(name)
+
+
+def npu_charge_kernel(device: int, name: str, read_bytes: int, written_bytes: int, elements: int) -> None:
+    if active_captures:
+        _refuse_in_capture(name)
+    _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
 
 
 def npu_charge_tensors(name: str, reads: tuple, writes: tuple) -> None:
+    if active_captures:
+        _refuse_in_capture(name)
     read_bytes = written_bytes = elements = 0
     device = -1
     for index, group in enumerate((reads, writes)):
