@@ -1,8 +1,6 @@
 """Inductor on npu: the C++ generator's fused kernels on npu memory, equal to eager
 (tolerances of upstream Inductor tests), backward included, priced as fused kernels."""
 
-import os
-
 import pytest
 import torch
 import torch.nn as nn
