@@ -119,3 +119,31 @@ def test_capturing_a_compiled_function_records_its_operators():
     x.copy_(torch.randn(1024, device="npu"))
     npu_graph.replay()
     torch.testing.assert_close(static.cpu(), pointwise(x).cpu())
+
+
+def test_cuda_graph_code_runs_on_npu_after_transfer_to_npu():
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    from conftest import PYTHON_SOURCE
+
+    program = textwrap.dedent(
+        """
+        import torch
+        import torch_npu
+        from torch_npu.contrib import transfer_to_npu
+        x = torch.ones(4, device="cuda")
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = x * 2
+        x.fill_(3)
+        g.replay()
+        print(type(g).__name__, torch.cuda.graph is torch.npu.graph, y.device.type, y.cpu().tolist())
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_SOURCE)}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == "NPUGraph True npu [6.0, 6.0, 6.0, 6.0]"

@@ -76,6 +76,7 @@ __all__ = [
 # The graph API (NPUGraph, graph, ...) is served from npusim.compile.graphs on first use too.
 _INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
 _GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing")
+__all__ += list(_GRAPH_NAMES)  # as torch_npu's __all__ (contract §4, Graphs)
 
 
 def __getattr__(name: str):
