@@ -116,6 +116,7 @@ def test_a_fused_kernel_is_one_launch_priced_by_its_own_bytes():
     _, codes = run_and_get_code(compiled, x)
     # One kernel reading x once (4096 bytes) and writing the result once (4096 bytes).
     assert "npu_charge_kernel(0, 'cpp_fused_" in codes[0]
+    assert "if not npu_estimating(): cpp_fused_" in codes[0]  # estimate-only mode skips the math
     assert ", 4096, 4096, 1024)" in codes[0]
     torch.npu.synchronize()
     before = _C._timing_totals()["launches"]
@@ -126,3 +127,19 @@ def test_a_fused_kernel_is_one_launch_priced_by_its_own_bytes():
     compiled_launches = _C._timing_totals()["launches"] - before
     assert eager_launches == 4 and compiled_launches == 1
     torch.testing.assert_close(result.cpu(), pointwise(x.cpu()), **TOLERANCE)
+
+
+def test_estimate_only_mode_prices_fused_kernels_without_running_them():
+    from npusim import _C
+
+    def pointwise(x):
+        return (x.sin() * 2 + 1).relu()
+
+    compiled = torch.compile(pointwise)
+    with npusim.estimate():
+        x = torch.empty(1024, device="npu")
+        torch.npu.synchronize()
+        before = _C._timing_totals()["launches"]
+        result = compiled(x)
+        assert _C._timing_totals()["launches"] - before == 1
+    assert result.shape == (1024,) and result.device.type == "npu"

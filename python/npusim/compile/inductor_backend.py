@@ -136,7 +136,8 @@ def _wrapper_class():
         def write_header(self) -> None:
             super().write_header()
             self.imports.splice(
-                "from npusim.compile.kernel_launch import npu_charge_kernel, npu_charge_tensors", strip=True
+                "from npusim.compile.kernel_launch import npu_charge_kernel, npu_charge_tensors, npu_estimating",
+                strip=True,
             )
 
         def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, triton=True,
@@ -165,7 +166,9 @@ def _wrapper_class():
                     writes.append(name)
                     if has_inputs and not seen_input:
                         reads.append(name)
-            self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+            # Estimate-only mode (npusim.estimate()) prices kernels without computing them, as
+            # it does for eager operators: the buffers have shapes, not data.
+            self.writeline(f"if not npu_estimating(): {self.wrap_kernel_call(kernel_name, call_args)}")
             static = _static_traffic(reads, writes)
             if static is not None:
                 # Static shapes: the bytes are known now; the launch only charges them.

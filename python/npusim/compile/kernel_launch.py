@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import torch
 
+from npusim import _C
 from npusim.compile import _native
+
+npu_estimating = _C._estimate_only
 
 # Captures in progress (npusim.compile.graphs): a generated kernel runs outside the dispatcher,
 # so an NPUGraph capture could not record it; it refuses instead of replaying wrong results.
