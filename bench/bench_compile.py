@@ -15,7 +15,7 @@ Estimated Ascend time (the simulated timeline, deterministic):
   - forward pass, eager vs compiled vs NPUGraph replay (one graph launch, no per-kernel
     dispatch).
 
-    TARGET compiled GPT step npu/cpu-inductor: 1.02x (target <= 1.1x) MET
+    TARGET compiled GPT step npu/cpu-inductor: <ratio>x (target <= 1.1x) MET or MISSED
 
 Usage: python bench/bench_compile.py [--quick] [--width N] [--layers N] [--rounds N]
 """
