@@ -51,3 +51,32 @@ def test_mark_dynamic_avoids_the_recompile():
     compiled(torch.ones(9, device="npu"))
     frame = next(f for f in compile_report()["frames"] if f["function"] == "scale")
     assert frame["compiles"] == 1 and frame["recompiles"] == []
+
+
+def test_npusim_run_prints_the_compile_report(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import PYTHON_SOURCE
+
+    program = tmp_path / "dynamic.py"
+    program.write_text(
+        "import torch\n"
+        "def f(x):\n"
+        "    y = x.sin()\n"
+        "    if y.sum().item() > -1e9:\n"
+        "        y = y * 2\n"
+        "    return y + 1\n"
+        "c = torch.compile(f, backend='eager')\n"
+        "for n in (4, 8):\n"
+        "    c(torch.ones(n, device='npu'))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_SOURCE)}
+    done = subprocess.run([sys.executable, "-m", "npusim", "run", str(program)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    summary = [line for line in done.stderr.splitlines() if line.startswith("[npusim]")]
+    assert any("torch.compile: 2 compiled functions" in line for line in summary), summary
+    assert any(f"graph break: f at {program}:4: Unsupported Tensor.item()" in line for line in summary)
+    assert any(f"recompile: f at {program}:2: guard failed:" in line and "size mismatch" in line for line in summary)
