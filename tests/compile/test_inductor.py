@@ -143,3 +143,20 @@ def test_estimate_only_mode_prices_fused_kernels_without_running_them():
         result = compiled(x)
         assert _C._timing_totals()["launches"] - before == 1
     assert result.shape == (1024,) and result.device.type == "npu"
+
+
+def test_dynamic_shapes_price_kernels_from_their_tensors():
+    from torch._inductor.utils import run_and_get_code
+
+    def column_sum(x):
+        return (x.cos() * 3).sum(0)
+
+    torch._dynamo.reset()
+    _native.reset_kernel_totals()
+    compiled = torch.compile(column_sum, dynamic=True)
+    _, codes = run_and_get_code(compiled, torch.randn(37, 5, device="npu"))
+    assert "npu_charge_tensors('cpp_fused_" in codes[0]  # sizes are symbols: counted at run time
+    for rows in (50, 8):
+        x = torch.randn(rows, 5, device="npu")
+        torch.testing.assert_close(compiled(x).cpu(), column_sum(x.cpu()), **TOLERANCE)
+    assert sum(launches for launches, _ in _native.kernel_totals.values()) == 3
