@@ -25,6 +25,7 @@ BENCHMARKS = (
     "bench_allreduce.py",
     "bench_fused_ops.py",
     "bench_torch_npu_hook.py",
+    "bench_compile.py",
 )
 
 

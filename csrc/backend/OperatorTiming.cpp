@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "backend/CoreLimits.h"
+#include "backend/GraphLaunch.h"
 #include "backend/Hf32Mode.h"
 #include "backend/L2Residency.h"
 #include "backend/NpuStreams.h"
@@ -82,7 +83,8 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
   const perf::Cost cost = applyCoreLimits(device, model.price(kind, inputs, inputCount, outputs, outputCount,
                                                                perfPlacement(placement), hf32CostOptions(), intArgs,
                                                                intArgCount));
-  const runtime::SimTimeNs dispatch = model.hostDispatchNs(rt.taskQueueLevel(), kind);
+  // A replayed graph launches its kernels from the device: no host dispatch each.
+  const runtime::SimTimeNs dispatch = replayingGraph() ? 0 : model.hostDispatchNs(rt.taskQueueLevel(), kind);
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
@@ -106,7 +108,7 @@ runtime::SimTimeNs chargeModelledKernel(int device, perf::OperatorKind kind, run
   cost.unit = unit;
   cost.flops = cubeFlops;
   cost.bytes = bytes;
-  const runtime::SimTimeNs dispatch = costModel().hostDispatchNs(rt.taskQueueLevel(), kind);
+  const runtime::SimTimeNs dispatch = replayingGraph() ? 0 : costModel().hostDispatchNs(rt.taskQueueLevel(), kind);
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
@@ -137,7 +139,8 @@ void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinned
       break;
     }
   }
-  const runtime::SimTimeNs dispatch = model.hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kDataMovement);
+  const runtime::SimTimeNs dispatch =
+      replayingGraph() ? 0 : model.hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kDataMovement);
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);

@@ -166,6 +166,9 @@ def _load() -> None:
     from npusim import distributed
 
     distributed.register()
+    from npusim import compile as _compile
+
+    _compile.install()  # torch.compile on npu (lazy: nothing of Dynamo is imported here)
     _REGISTERED = True
 
 

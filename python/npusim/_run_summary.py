@@ -33,6 +33,7 @@ class RunSummary:
     host_time_ns: int = 0
     placement: dict[str, Any] = dataclasses.field(default_factory=dict)
     performance: dict[str, Any] = dataclasses.field(default_factory=dict)
+    compile: dict[str, Any] = dataclasses.field(default_factory=dict)  # npusim.compile.report
 
     def top_operators(self, count: int = 5) -> list[tuple[str, int]]:
         ranked = sorted(self.operator_counts.items(), key=lambda item: (-item[1], item[0]))
@@ -74,6 +75,12 @@ def collect(steps: int | None = None) -> RunSummary:
     from npusim.npu._lazy import _runtime_initialized
 
     summary.runtime_initialized = _runtime_initialized()
+    try:
+        from npusim.compile.report import compile_report
+
+        summary.compile = compile_report()
+    except Exception:
+        summary.compile = {}
     if not summary.runtime_initialized:
         return summary
     try:
@@ -134,6 +141,10 @@ def format_summary(summary: RunSummary, program: str, exit_code: int) -> str:
         from npusim.performance import format_performance_report
 
         lines.extend(f"  {line}" for line in format_performance_report(summary.performance, failed=exit_code != 0))
+    if summary.compile:
+        from npusim.compile.report import format_compile_report
+
+        lines.extend(f"  {line}" for line in format_compile_report(summary.compile))
     if summary.placement:
         from npusim.placement import format_placement_report
 

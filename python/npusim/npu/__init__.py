@@ -69,3 +69,23 @@ __all__ = [
     "npurt",
     "get_soc_version",
 ]
+
+
+# Inductor looks up a PrivateUse1 device's code generators on its device module; npusim builds
+# them on first use (npusim.compile), so that importing torch does not import Inductor.
+# The graph API (NPUGraph, graph, ...) is served from npusim.compile.graphs on first use too.
+_INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+_GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing")
+__all__ += list(_GRAPH_NAMES)  # as torch_npu's __all__ (contract §4, Graphs)
+
+
+def __getattr__(name: str):
+    if name in _INDUCTOR_CODEGEN_NAMES:
+        from npusim.compile import inductor_codegen
+
+        return inductor_codegen(name)
+    if name in _GRAPH_NAMES:
+        from npusim.compile import graphs
+
+        return getattr(graphs, name)
+    raise AttributeError(f"module 'torch.npu' has no attribute '{name}'")

@@ -1,0 +1,58 @@
+"""ctypes access to ``libnpusim_compile.so`` (csrc/compile): prices of compiled kernels and
+graph launches on the simulated timeline. Plain C entry points keep ATen out of the call."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections import defaultdict
+
+_library: ctypes.CDLL | None = None
+
+# kernel name -> [launches, modelled device ns], since the last reset (for the reports).
+kernel_totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+
+
+def _lib() -> ctypes.CDLL:
+    global _library
+    if _library is None:
+        from npusim import _C  # noqa: F401  (the backend library must be loaded first)
+
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "libnpusim_compile.so")
+        library = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        library.npusim_compile_charge_fused_kernel.restype = ctypes.c_uint64
+        library.npusim_compile_charge_fused_kernel.argtypes = [
+            ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_double
+        ]
+        library.npusim_compile_charge_graph_launch.restype = None
+        library.npusim_compile_charge_graph_launch.argtypes = [ctypes.c_int]
+        library.npusim_compile_set_replaying_graph.restype = None
+        library.npusim_compile_set_replaying_graph.argtypes = [ctypes.c_int]
+        _library = library
+    return _library
+
+
+_charge_fused = None
+
+
+def charge_fused_kernel(device: int, name: str, read_bytes: int, written_bytes: int, elements: int) -> int:
+    global _charge_fused
+    if _charge_fused is None:
+        _charge_fused = _lib().npusim_compile_charge_fused_kernel
+    device_ns = _charge_fused(device, read_bytes, written_bytes, elements, 1.0)
+    entry = kernel_totals[name]
+    entry[0] += 1
+    entry[1] += device_ns
+    return device_ns
+
+
+def charge_graph_launch(device: int) -> None:
+    _lib().npusim_compile_charge_graph_launch(device)
+
+
+def set_replaying_graph(replaying: bool) -> None:
+    _lib().npusim_compile_set_replaying_graph(1 if replaying else 0)
+
+
+def reset_kernel_totals() -> None:
+    kernel_totals.clear()

@@ -1,0 +1,123 @@
+"""What torch.compile did to a program on npu: compiled frames, recompilations and graph
+breaks with their source lines and reasons, and the fused kernels the compiled graphs ran.
+
+Read from Dynamo's own compilation records (``torch._dynamo.utils.get_compilation_metrics``,
+one per frame compile), so that nothing is hooked into Dynamo; empty when Dynamo never ran.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+__all__ = ["compile_report", "format_compile_report", "reset_compile_report"]
+
+# Dynamo names the function that resumes after a graph break "torch_dynamo_resume_in_<fn>_at_<line>".
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<function>.+)_at_(?P<line>\d+)$")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0].strip() if text and text.strip() else ""
+
+
+def compile_report() -> dict[str, Any]:
+    """Keys: ``frames`` (one per compiled function: ``function``, ``source`` "file:line",
+    ``compiles``, ``recompiles`` — list of ``reason``, the guard that failed —,
+    ``graph_breaks`` — list of ``reason``, ``source`` of the breaking line —); ``graph_breaks``
+    and ``recompiles`` (totals); ``fused_kernels`` (name -> launches, device_ns)."""
+    from npusim.compile import _native
+
+    report: dict[str, Any] = {"frames": [], "graph_breaks": 0, "recompiles": 0, "fused_kernels": {}}
+    report["fused_kernels"] = {
+        name: {"launches": launches, "device_ns": device_ns}
+        for name, (launches, device_ns) in sorted(_native.kernel_totals.items())
+    }
+    if "torch._dynamo.utils" not in sys.modules:
+        return report
+    from torch._dynamo.utils import get_compilation_metrics
+
+    frames: dict[tuple[str, str, int], dict[str, Any]] = {}
+    breaks: set[tuple[str, str, int]] = set()
+    for metric in get_compilation_metrics():
+        if not metric.co_name:
+            continue
+        name, filename, first_line = metric.co_name, metric.co_filename or "?", metric.co_firstlineno or 0
+        resumed = _RESUME.match(name)
+        if resumed:
+            # A resume function starts at the line that broke the graph of its parent.
+            breaks.add((resumed.group("function"), filename, int(resumed.group("line"))))
+        key = (name, filename, first_line)
+        frame = frames.setdefault(
+            key,
+            {
+                "function": name,
+                "source": f"{filename}:{first_line}",
+                "compiles": 0,
+                "recompiles": [],
+                "graph_breaks": [],
+            },
+        )
+        frame["compiles"] += 1
+        if metric.recompile_reason:
+            frame["recompiles"].append({"reason": str(metric.recompile_reason)})
+        for reason in sorted(metric.restart_reasons or ()):
+            short = _first_line(str(reason))
+            if short and all(b["reason"] != short for b in frame["graph_breaks"]):
+                frame["graph_breaks"].append({"reason": short, "source": ""})
+        if metric.fail_reason:
+            frame.setdefault("failures", []).append(_first_line(str(metric.fail_reason)))
+    # Attach each breaking line (known from its resume function) to the frame it broke.
+    for function, filename, line in sorted(breaks):
+        candidates = [
+            f
+            for (n, fn, first), f in frames.items()
+            if fn == filename and first <= line and f["graph_breaks"]
+            and (n == function or _RESUME.match(n) and _RESUME.match(n).group("function") == function)
+        ]
+        if candidates:
+            frame = max(candidates, key=lambda f: int(f["source"].rsplit(":", 1)[1]))
+            for entry in frame["graph_breaks"]:
+                if not entry["source"]:
+                    entry["source"] = f"{filename}:{line}"
+                    break
+    report["frames"] = list(frames.values())
+    report["graph_breaks"] = sum(len(f["graph_breaks"]) for f in report["frames"])
+    report["recompiles"] = sum(len(f["recompiles"]) for f in report["frames"])
+    return report
+
+
+def reset_compile_report() -> None:
+    """Forget Dynamo's compilation records and the fused-kernel totals."""
+    from npusim.compile import _native
+
+    _native.reset_kernel_totals()
+    if "torch._dynamo.utils" in sys.modules:
+        from torch._dynamo.utils import clear_compilation_metrics
+
+        clear_compilation_metrics()
+
+
+def format_compile_report(report: dict[str, Any], top: int = 5) -> list[str]:
+    """A few lines for the run summary; nothing when nothing was compiled."""
+    if not report["frames"] and not report["fused_kernels"]:
+        return []
+    lines = [
+        f"torch.compile: {len(report['frames'])} compiled functions, "
+        f"{report['recompiles']} recompilations, {report['graph_breaks']} graph breaks"
+    ]
+    for frame in report["frames"]:
+        for recompile in frame["recompiles"][:top]:
+            lines.append(f"  recompile: {frame['function']} at {frame['source']}: guard failed: {recompile['reason']}")
+        for graph_break in frame["graph_breaks"][:top]:
+            where = graph_break["source"] or frame["source"]
+            lines.append(f"  graph break: {frame['function']} at {where}: {graph_break['reason']}")
+    kernels = report["fused_kernels"]
+    if kernels:
+        launches = sum(k["launches"] for k in kernels.values())
+        device_ns = sum(k["device_ns"] for k in kernels.values())
+        lines.append(
+            f"  fused kernels: {len(kernels)} generated, {launches} launches, "
+            f"{device_ns / 1e6:.3f} ms simulated device time"
+        )
+    return lines

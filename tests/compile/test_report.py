@@ -1,0 +1,82 @@
+"""Recompilations and graph breaks are reported with the source line and the reason."""
+
+import inspect
+
+import torch
+
+import npusim  # noqa: F401
+from npusim.compile.report import compile_report, format_compile_report, reset_compile_report
+
+
+def _program(x):
+    y = x.sin()
+    if y.sum().item() > -1e9:  # a host read: Dynamo breaks the graph here
+        y = y * 2
+    return y + 1
+
+
+def test_recompiles_and_graph_breaks_are_reported():
+    torch._dynamo.reset()
+    reset_compile_report()
+    compiled = torch.compile(_program, backend="eager")
+    for size in (4, 8, 16):  # new shapes: the first recompiles on a size guard
+        torch.testing.assert_close(compiled(torch.ones(size, device="npu")).cpu(), _program(torch.ones(size)))
+    report = compile_report()
+    filename = inspect.getsourcefile(_program)
+    first_line = _program.__code__.co_firstlineno
+    frame = next(f for f in report["frames"] if f["function"] == "_program")
+    assert frame["source"] == f"{filename}:{first_line}"
+    assert frame["compiles"] >= 2
+    assert any("size mismatch" in r["reason"] for r in frame["recompiles"])
+    breaking = frame["graph_breaks"][0]
+    assert breaking["source"] == f"{filename}:{first_line + 2}"
+    assert "item()" in breaking["reason"]
+    assert report["recompiles"] >= 1 and report["graph_breaks"] >= 1
+    text = "\n".join(format_compile_report(report))
+    assert f"graph break: _program at {filename}:{first_line + 2}" in text
+    assert "guard failed" in text
+
+
+def test_mark_dynamic_avoids_the_recompile():
+    torch._dynamo.reset()
+    reset_compile_report()
+
+    def scale(x):
+        return x * 3
+
+    compiled = torch.compile(scale, backend="eager")
+    first = torch.ones(4, device="npu")
+    torch._dynamo.mark_dynamic(first, 0)
+    compiled(first)
+    compiled(torch.ones(9, device="npu"))
+    frame = next(f for f in compile_report()["frames"] if f["function"] == "scale")
+    assert frame["compiles"] == 1 and frame["recompiles"] == []
+
+
+def test_npusim_run_prints_the_compile_report(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import PYTHON_SOURCE
+
+    program = tmp_path / "dynamic.py"
+    program.write_text(
+        "import torch\n"
+        "def f(x):\n"
+        "    y = x.sin()\n"
+        "    if y.sum().item() > -1e9:\n"
+        "        y = y * 2\n"
+        "    return y + 1\n"
+        "c = torch.compile(f, backend='eager')\n"
+        "for n in (4, 8):\n"
+        "    c(torch.ones(n, device='npu'))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PYTHON_SOURCE)}
+    done = subprocess.run([sys.executable, "-m", "npusim", "run", str(program)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    summary = [line for line in done.stderr.splitlines() if line.startswith("[npusim]")]
+    assert any("torch.compile: 2 compiled functions" in line for line in summary), summary
+    assert any(f"graph break: f at {program}:4: Unsupported Tensor.item()" in line for line in summary)
+    assert any(f"recompile: f at {program}:2: guard failed:" in line and "size mismatch" in line for line in summary)
