@@ -12,12 +12,14 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include "backend/DeviceActivity.h"
 #include "backend/NpuErrors.h"
 #include "backend/OperatorRecords.h"
 #include "backend/SourceLocation.h"
 #include "backend/SyncDebugMode.h"
 #include "runtime/EnvironmentVariables.h"
 #include "runtime/Plog.h"
+#include "runtime/Runtime.h"
 
 namespace npusim::backend {
 namespace {
@@ -188,6 +190,14 @@ PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts
 void recordSyncPoint(std::string_view what) {
   warnOrErrorOnSync();
   const std::string source = currentSourceLocation();
+  if (const DeviceActivitySink sink = deviceActivitySink()) {
+    DeviceActivity activity;
+    activity.kind = DeviceActivityKind::kSynchronize;
+    activity.hostNs = runtime::Runtime::instance().hostClock().now();
+    activity.what = std::string(what);
+    activity.source = source;
+    sink(activity);
+  }
   std::lock_guard<std::mutex> lock(reportMutex);
   ++syncPoints()[{std::string(what), source}];
 }

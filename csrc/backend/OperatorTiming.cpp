@@ -3,6 +3,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "backend/DeviceActivity.h"
 #include "backend/Hf32Mode.h"
 #include "backend/L2Residency.h"
 #include "backend/NpuStreams.h"
@@ -61,6 +62,25 @@ void account(const perf::Cost& cost, runtime::SimTimeNs dispatch) {
   totals.launches.fetch_add(1, std::memory_order_relaxed);
 }
 
+// Tells a listening profiler about a task that ends at `end` on `stream`.
+void report(DeviceActivityKind kind, int device, runtime::StreamId stream, runtime::SimTimeNs end,
+            const perf::Cost& cost, runtime::SimTimeNs dispatch, runtime::Placement placement) {
+  const DeviceActivitySink sink = deviceActivitySink();
+  if (sink == nullptr) return;
+  DeviceActivity activity;
+  activity.kind = kind;
+  activity.device = device;
+  activity.stream = stream;
+  activity.hostNs = runtime::Runtime::instance().hostClock().now();
+  activity.startNs = end - cost.deviceNs;
+  activity.durationNs = cost.deviceNs;
+  activity.dispatchNs = dispatch;
+  activity.placement = static_cast<uint8_t>(placement);
+  activity.unit = static_cast<uint8_t>(cost.unit);
+  activity.bytes = static_cast<uint64_t>(cost.bytes);
+  sink(activity);
+}
+
 }  // namespace
 
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept {
@@ -85,7 +105,8 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
   if (cost.synchronizesHost) timeline.synchronizeStream(stream);
-  timeline.submit(stream, cost.deviceNs);
+  const runtime::SimTimeNs end = timeline.submit(stream, cost.deviceNs);
+  report(DeviceActivityKind::kKernel, device, stream, end, cost, dispatch, placement);
   // A CPU fallback computes on the host: the host is busy for that long too.
   if (cost.hostNs > 0) rt.hostClock().advance(cost.hostNs);
   if (dataDependentSync || rt.launchBlocking()) timeline.synchronizeStream(stream);
@@ -108,7 +129,8 @@ runtime::SimTimeNs chargeModelledKernel(int device, perf::OperatorKind kind, run
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
-  timeline.submit(stream, cost.deviceNs);
+  const runtime::SimTimeNs end = timeline.submit(stream, cost.deviceNs);
+  report(DeviceActivityKind::kKernel, device, stream, end, cost, dispatch, runtime::Placement::kAiCore);
   if (rt.launchBlocking()) timeline.synchronizeStream(stream);
   account(cost, dispatch);
   return cost.deviceNs;
@@ -139,7 +161,11 @@ void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinned
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
-  timeline.submit(stream, cost.deviceNs);
+  const runtime::SimTimeNs end = timeline.submit(stream, cost.deviceNs);
+  report(direction == CopyDirection::kHostToDevice   ? DeviceActivityKind::kCopyHostToDevice
+         : direction == CopyDirection::kDeviceToHost ? DeviceActivityKind::kCopyDeviceToHost
+                                                     : DeviceActivityKind::kCopyDeviceToDevice,
+         device, stream, end, cost, dispatch, runtime::Placement::kAiCore);
   // A copy from pageable memory, or to the host, returns only when done unless asked not to.
   const bool hostWaits = direction == CopyDirection::kDeviceToHost
                              ? !nonBlocking
