@@ -9,6 +9,9 @@
 // time; its place on the wall clock is the launch time plus the simulated
 // queueing delay, pushed back so that a stream never overlaps itself (the
 // real host is npusim's CPU, so only durations and order are the chip's).
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -91,6 +94,8 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
     };
     std::map<std::pair<int, int64_t>, int64_t> streamEnd;  // wall end of the last task per stream
     uint32_t flow = 0;
+    // Host-side activities sit in this process's row, on the issuing thread.
+    const int32_t processId = static_cast<int32_t>(::getpid());
     for (const RecordedActivity& entry : recorded_) {
       const backend::DeviceActivity& activity = entry.activity;
       const libkineto::ITraceActivity* op =
@@ -101,7 +106,8 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
         sync.startTime = entry.wallNs - 1000;
         sync.endTime = entry.wallNs;
         sync.threadId = entry.threadId;
-        sync.device = -1;
+        sync.resource = entry.threadId;
+        sync.device = processId;
         sync.linked = op;
         sync.addMetadataQuoted("cause", activity.what);
         sync.addMetadataQuoted("source", activity.source);
@@ -118,7 +124,8 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
       launch.startTime = entry.wallNs - dispatch;
       launch.endTime = entry.wallNs;
       launch.threadId = entry.threadId;
-      launch.device = -1;
+      launch.resource = entry.threadId;
+      launch.device = processId;
       launch.id = static_cast<int32_t>(entry.correlation);
       launch.linked = op;
       launch.flow.id = flow;
