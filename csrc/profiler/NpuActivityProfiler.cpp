@@ -67,12 +67,19 @@ std::string kernelName(const libkineto::ITraceActivity* op) {
 
 class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
  public:
+  // Kineto configures every registered profiler; one asked only for CPU
+  // activities (no ProfilerActivity.PrivateUse1) records nothing.
+  explicit NpuProfilerSession(bool enabled) : enabled_(enabled) {}
+
+  // A CPU-only trace configures no profiler but starts the sessions Kineto
+  // still holds from the last trace: a session records for one trace only.
   void start() override {
     status_ = libkineto::TraceStatus::RECORDING;
-    startRecording();
+    if (enabled_ && !used_) startRecording();
   }
   void stop() override {
-    recorded_ = stopRecording();
+    if (enabled_ && !used_) recorded_ = stopRecording();
+    used_ = true;
     status_ = libkineto::TraceStatus::PROCESSING;
   }
   std::vector<std::string> errors() override { return {}; }
@@ -188,6 +195,8 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
   void popCorrelationId() override { popCorrelation(); }
 
  private:
+  bool enabled_;
+  bool used_ = false;
   std::vector<RecordedActivity> recorded_;
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
   std::set<std::pair<int, int64_t>> streams_;
@@ -197,16 +206,22 @@ class NpuActivityProfiler final : public libkineto::IActivityProfiler {
  public:
   const std::string& name() const override { return name_; }
   const std::set<ActivityType>& availableActivities() const override { return activities_; }
-  std::unique_ptr<libkineto::IActivityProfilerSession> configure(const std::set<ActivityType>&,
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(const std::set<ActivityType>& types,
                                                                  const libkineto::Config&) override {
-    return std::make_unique<NpuProfilerSession>();
+    return std::make_unique<NpuProfilerSession>(wanted(types));
   }
-  std::unique_ptr<libkineto::IActivityProfilerSession> configure(int64_t, int64_t, const std::set<ActivityType>&,
+  std::unique_ptr<libkineto::IActivityProfilerSession> configure(int64_t, int64_t, const std::set<ActivityType>& types,
                                                                  const libkineto::Config&) override {
-    return std::make_unique<NpuProfilerSession>();
+    return std::make_unique<NpuProfilerSession>(wanted(types));
   }
 
  private:
+  // A CPU-only trace asks for the host runtime types as well (torch 2.13's
+  // CPU set holds them); only a device activity adds the kernel types.
+  static bool wanted(const std::set<ActivityType>& types) {
+    return types.count(ActivityType::CONCURRENT_KERNEL) > 0;
+  }
+
   std::string name_{"npusim"};
   std::set<ActivityType> activities_{ActivityType::CONCURRENT_KERNEL, ActivityType::GPU_MEMCPY,
                                      ActivityType::PRIVATEUSE1_RUNTIME, ActivityType::PRIVATEUSE1_DRIVER};

@@ -98,9 +98,15 @@ def export_ascend(prof, root: str) -> str:
     rank = int(os.environ.get("RANK", "0"))
     write_ascend_output(trace_path, root, rank)
     config = getattr(prof, "_npu_experimental_config", None)
+    meta = {"simulator": "npusim", "torch": torch.__version__, "experimental_config": config.noted if config else {}}
+    try:
+        props = torch.npu.get_device_properties(0)
+        meta["device_capacity_bytes"] = int(props.total_memory)
+        meta["chip"] = props.name
+    except Exception:
+        pass
     with open(os.path.join(root, "profiler_metadata.json"), "w") as f:
-        json.dump({"simulator": "npusim", "torch": torch.__version__,
-                   "experimental_config": config.noted if config else {}}, f, indent=1, default=str)
+        json.dump(meta, f, indent=1, default=str)
     return root
 
 
