@@ -29,7 +29,7 @@ struct DeviceActivity {
   uint8_t unit = 0;          // perf::Unit
   uint64_t bytes = 0;
   std::string what;          // for kSynchronize: the cause
-  std::string source;        // for kSynchronize: the user's source line
+  std::string source;        // the user's source line (syncs, AI CPU and fallback kernels)
 };
 
 using DeviceActivitySink = void (*)(const DeviceActivity&);

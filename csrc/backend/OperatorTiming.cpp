@@ -7,6 +7,7 @@
 #include "backend/Hf32Mode.h"
 #include "backend/L2Residency.h"
 #include "backend/NpuStreams.h"
+#include "backend/SourceLocation.h"
 #include "perf/CostModel.h"
 #include "runtime/Runtime.h"
 
@@ -78,6 +79,8 @@ void report(DeviceActivityKind kind, int device, runtime::StreamId stream, runti
   activity.placement = static_cast<uint8_t>(placement);
   activity.unit = static_cast<uint8_t>(cost.unit);
   activity.bytes = static_cast<uint64_t>(cost.bytes);
+  // The user's line behind an AI CPU operator or a fallback, for the report.
+  if (placement != runtime::Placement::kAiCore) activity.source = currentSourceLocation();
   sink(activity);
 }
 

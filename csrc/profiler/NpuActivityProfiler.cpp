@@ -65,6 +65,21 @@ std::string kernelName(const libkineto::ITraceActivity* op) {
   return name;
 }
 
+// Kineto writes quoted metadata into the JSON trace as it is.
+std::string jsonEscaped(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out.push_back(' ');
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
  public:
   // Kineto configures every registered profiler; one asked only for CPU
@@ -116,8 +131,8 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
         sync.resource = entry.threadId;
         sync.device = processId;
         sync.linked = op;
-        sync.addMetadataQuoted("cause", activity.what);
-        sync.addMetadataQuoted("source", activity.source);
+        sync.addMetadataQuoted("cause", jsonEscaped(activity.what));
+        sync.addMetadataQuoted("source", jsonEscaped(activity.source));
         continue;
       }
       ++flow;
@@ -171,6 +186,7 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
       task.addMetadata("simulated start us", static_cast<double>(activity.startNs) / 1000.0);
       task.addMetadata("simulated duration us", static_cast<double>(activity.durationNs) / 1000.0);
       task.addMetadata("bytes", activity.bytes);
+      if (!activity.source.empty()) task.addMetadataQuoted("source", jsonEscaped(activity.source));
       streams_.insert({activity.device, activity.stream});
     }
     for (const auto& activity : buffer_->activities) logger.handleGenericActivity(*activity);

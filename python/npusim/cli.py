@@ -59,8 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     report = subcommands.add_parser("report", help="write the HTML report of a *_ascend_pt profile folder")
     report.add_argument("profile_dir", metavar="PROFILE_DIR")
     report.add_argument("-o", "--output", default="report.html", metavar="HTML")
-    report.set_defaults(handler=lambda a: int(bool(__import__("npusim.profiler.report").profiler.report.build_report(
-        a.profile_dir, a.output))) - 1)
+    report.set_defaults(handler=_command_report)
 
     devices = subcommands.add_parser(
         "devices",
@@ -167,6 +166,18 @@ def _run_program_unrestored(args: argparse.Namespace) -> int:
     except BaseException:
         _print_program_exception(program_file)
         return 1
+    return 0
+
+
+def _command_report(args: argparse.Namespace) -> int:
+    from npusim.profiler import report as profile_report
+
+    try:
+        profile_report.build_report(args.profile_dir, args.output)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"npusim report: {error}", file=sys.stderr)
+        return 2
+    print(f"[npusim] report: {args.output}", file=sys.stderr)
     return 0
 
 

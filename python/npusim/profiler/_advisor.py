@@ -28,9 +28,9 @@ def findings(trace: Trace, step_count: int) -> list[dict]:
     for task in trace.tasks:
         name = task.op.name if task.op else task.name
         if task.core == "CPU_FALLBACK":
-            fallbacks.setdefault(name, [0, user_frame(trace, task.op)])[0] += 1
+            fallbacks.setdefault(name, [0, task.source or user_frame(trace, task.op)])[0] += 1
         elif task.core == "AI_CPU":
-            aicpu.setdefault(name, [0, user_frame(trace, task.op), task.op])[0] += 1
+            aicpu.setdefault(name, [0, task.source or user_frame(trace, task.op), task.op])[0] += 1
     if fallbacks:
         worst = ", ".join(f"{n} ({c}x{', at ' + s if s else ''})" for n, (c, s) in sorted(fallbacks.items(), key=lambda kv: -kv[1][0])[:5])
         out.append({"title": "CPU fallbacks in the loop", "severity": "high",

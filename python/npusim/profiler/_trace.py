@@ -38,6 +38,7 @@ class DeviceTask:
     kind: str      # kernel / memcpy
     external_id: int | None
     op: HostOp | None = None
+    source: str = ""  # the user's line (AI CPU and fallback kernels)
 
 
 # How npusim's execution units show as the Accelerator Core of the real stack's files.
@@ -69,7 +70,8 @@ class Trace:
                                              int(a.get("stream", e.get("tid", 0))), int(a.get("device", 0)),
                                              _CORE_BY_UNIT.get(unit, "AI_CORE") if cat == "kernel" else "DMA",
                                              unit, float(a.get("simulated start us", 0)),
-                                             "kernel" if cat == "kernel" else "memcpy", a.get("External id")))
+                                             "kernel" if cat == "kernel" else "memcpy", a.get("External id"),
+                                             source=a.get("source", "")))
             elif ph == "X" and e.get("name") == "aclrtSynchronizeStream":
                 a = e.get("args", {}) or {}
                 self.syncs.append({"ts": float(e["ts"]), "cause": a.get("cause", ""), "source": a.get("source", "")})

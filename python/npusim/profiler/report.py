@@ -104,7 +104,7 @@ def build_report(profile_dir: str, output: str) -> str:
     seen = set()
     for t in trace.tasks:
         if t.core in ("AI_CPU", "CPU_FALLBACK"):
-            key = (t.op.name if t.op else t.name, t.core, user_frame(trace, t.op))
+            key = (t.op.name if t.op else t.name, t.core, t.source or user_frame(trace, t.op))
             if key not in seen:
                 seen.add(key)
                 placement_rows.append(list(key))
