@@ -22,6 +22,7 @@ BENCHMARKS = (
     "bench_peak_memory.py",
     "bench_import_time.py",
     "bench_migrate.py",
+    "bench_profiler.py",
 )
 
 

@@ -75,8 +75,11 @@ def _table(header, rows) -> str:
 
 def build_report(profile_dir: str, output: str) -> str:
     """Writes the HTML report of the ``*_ascend_pt`` folder ``profile_dir`` to ``output``."""
-    import plotly
-    import plotly.offline
+    try:
+        import plotly
+        import plotly.offline
+    except ImportError as error:
+        raise ImportError("the npusim report draws its charts with plotly: pip install plotly") from error
 
     trace_path = os.path.join(profile_dir, "ASCEND_PROFILER_OUTPUT", "trace_view.json")
     if not os.path.isfile(trace_path):
