@@ -18,6 +18,7 @@ PYTHON = Path(__file__).resolve().parents[2] / "python"
 PROGRAM = """\
 import torch
 weights = torch.randn(16, 8, device="npu", requires_grad=True)
+optimizer = torch.optim.SGD([weights], lr=0.1)
 ids = torch.randint(0, 100, (64,), device="npu")
 for step in range(3):
     scores = torch.randn(4 + step, 16, device="npu") @ weights
@@ -25,6 +26,7 @@ for step in range(3):
     ordered, _ = torch.sort(ids)
     loss = smooth.mean()
     loss.backward()
+    optimizer.step()
     print(loss.item())
 """
 
@@ -68,8 +70,8 @@ def test_report_findings_and_source_lines(report):
     assert "Operators on the AI CPU" in text and "int64 indices" in text
     assert ".item() every step" in text
     assert "Dynamic shapes" in text
-    assert f"{program}:6" in text  # the fallback's source line
-    assert f"{program}:10" in text  # the .item() sync
+    assert f"{program}:7" in text  # the fallback's source line
+    assert f"{program}:12" in text  # the .item() sync
 
 
 def test_report_subcommand(report, tmp_path):

@@ -53,13 +53,21 @@ def _formats(op) -> str:
 
 
 def op_states(trace: Trace) -> dict:
-    """dynamic when an operator ran with more than one input shape in the window (the real stack
-    compiles a kernel per shape, or runs the dynamic-shape binary), else static."""
-    seen: dict = {}
+    """dynamic when an operator's input shapes change from step to step (the real stack compiles a
+    kernel per new shape, or runs the dynamic-shape binary), else static. Different shapes within
+    one step are different call sites, not dynamism; a profile of one step says static."""
+    per_step: dict = {}
     for op in trace.ops:
         if op.cat == "cpu_op" and op.tasks:
-            seen.setdefault(op.name, set()).add(_shapes(op))
-    return {name: ("dynamic" if len(shapes) > 1 else "static") for name, shapes in seen.items()}
+            step = trace.step_of(op.ts)
+            if step is not None:
+                per_step.setdefault(op.name, {}).setdefault(step, set()).add(_shapes(op))
+    states = {op.name: "static" for op in trace.ops if op.cat == "cpu_op" and op.tasks}
+    for name, steps in per_step.items():
+        shape_sets = list(steps.values())
+        if len(shape_sets) > 1 and any(shapes != shape_sets[0] for shapes in shape_sets[1:]):
+            states[name] = "dynamic"
+    return states
 
 
 def _mb(value: int) -> str:

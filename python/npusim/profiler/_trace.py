@@ -83,6 +83,8 @@ class Trace:
                                         "reserved": int(a.get("Total Reserved", 0)),
                                         "device": a.get("Device Id", 0), "tid": e.get("tid", 0)})
         self.steps.sort(key=lambda s: s.ts)
+        if not self.steps:
+            self.steps = self._optimizer_steps()
         self._nest()
         by_id = {}
         for op in self.ops:
@@ -114,6 +116,21 @@ class Trace:
                     op.parent = stack[-1]
                     stack[-1].children.append(op)
                 stack.append(op)
+
+    def _optimizer_steps(self) -> list:
+        """Without a schedule (no ProfilerStep#N), a training step ends with each optimizer step:
+        step i runs from the end of optimizer step i-1 to the end of optimizer step i."""
+        marks = sorted((op for op in self.ops if op.cat == "user_annotation" and op.name.startswith("Optimizer.step#")),
+                       key=lambda o: o.ts)
+        if len(marks) < 2:
+            return []
+        begin = min(op.ts for op in self.ops)
+        steps = []
+        for i, mark in enumerate(marks, start=1):
+            end = mark.ts + mark.dur
+            steps.append(HostOp(f"Step#{i}", begin, end - begin, mark.tid, "step", {}))
+            begin = end
+        return steps
 
     def step_of(self, ts: float):
         for i, step in enumerate(self.steps):

@@ -61,8 +61,9 @@ def _figures(trace: Trace, capacity: int | None):
         mem.add_hline(y=peak, line_dash="dot", annotation_text=f"peak {peak:.1f} MB")
     if capacity:
         mem.add_hline(y=capacity / 2**20, line_color="red", annotation_text=f"capacity {capacity / 2**30:.0f} GB")
+    # Log scale: the chip's capacity (tens of GB) and a small step's peak on one chart.
     mem.update_layout(title="Device memory over the profile", xaxis_title="host time (us)", yaxis_title="MB",
-                      height=340)
+                      yaxis_type="log", height=340)
     figs["memory"] = mem
     return figs
 
