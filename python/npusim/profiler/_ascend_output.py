@@ -57,12 +57,12 @@ def op_states(trace: Trace) -> dict:
     kernel per new shape, or runs the dynamic-shape binary), else static. Different shapes within
     one step are different call sites, not dynamism; a profile of one step says static."""
     per_step: dict = {}
-    for op in trace.ops:
-        if op.cat == "cpu_op" and op.tasks:
-            step = trace.step_of(op.ts)
-            if step is not None:
-                per_step.setdefault(op.name, {}).setdefault(step, set()).add(_shapes(op))
-    states = {op.name: "static" for op in trace.ops if op.cat == "cpu_op" and op.tasks}
+    kernel_ops = [op for op in trace.ops if op.cat == "cpu_op" and any(t.kind == "kernel" for t in op.tasks)]
+    for op in kernel_ops:
+        step = trace.step_of(op.ts)
+        if step is not None:
+            per_step.setdefault(op.name, {}).setdefault(step, set()).add(_shapes(op))
+    states = {op.name: "static" for op in kernel_ops}
     for name, steps in per_step.items():
         shape_sets = list(steps.values())
         if len(shape_sets) > 1 and any(shapes != shape_sets[0] for shapes in shape_sets[1:]):
