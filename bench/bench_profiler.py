@@ -45,34 +45,40 @@ def main() -> int:
     steps = 10 if args.quick else 30
     rounds = 3 if args.quick else 5
 
-    def timed(activities):
-        times, processing = [], []
-        for _ in range(rounds):
-            if activities is None:
-                start = time.perf_counter()
-                for _ in range(steps):
-                    step()
-                times.append((time.perf_counter() - start) / steps)
-                continue
+    def one_round(activities):
+        """Seconds per step over `steps` steps, and the trace's processing time."""
+        prof = None
+        if activities is not None:
             prof = profile(activities=activities)
             prof.start()
-            start = time.perf_counter()
-            for _ in range(steps):
-                step()
-            times.append((time.perf_counter() - start) / steps)
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        per_step = (time.perf_counter() - start) / steps
+        processing = 0.0
+        if prof is not None:
             begin = time.perf_counter()
             prof.stop()
             prof.key_averages()
-            processing.append(time.perf_counter() - begin)
-        return _common.median(times), (_common.median(processing) if processing else 0.0)
+            processing = time.perf_counter() - begin
+        return per_step, processing
 
     for _ in range(3):  # warm up (allocator, first-use imports, Kineto init)
         step()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]):
         step()
-    plain, _ = timed(None)
-    cpu_only, cpu_processing = timed([ProfilerActivity.CPU])
-    with_npu, npu_processing = timed([ProfilerActivity.CPU, ProfilerActivity.PrivateUse1])
+    # The three modes interleaved round by round, so that a busy machine hurts them alike.
+    modes = {"plain": None, "cpu": [ProfilerActivity.CPU],
+             "npu": [ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]}
+    samples = {name: ([], []) for name in modes}
+    for _ in range(rounds):
+        for name, activities in modes.items():
+            per_step, processing = one_round(activities)
+            samples[name][0].append(per_step)
+            samples[name][1].append(processing)
+    plain = _common.median(samples["plain"][0])
+    cpu_only, cpu_processing = _common.median(samples["cpu"][0]), _common.median(samples["cpu"][1])
+    with_npu, npu_processing = _common.median(samples["npu"][0]), _common.median(samples["npu"][1])
     rows = [["unprofiled", f"{plain * 1e3:.2f}", "1.00x", "-"],
             ["profile(CPU)", f"{cpu_only * 1e3:.2f}", f"{cpu_only / plain:.2f}x", f"{cpu_processing * 1e3:.0f}"],
             ["profile(CPU, NPU)", f"{with_npu * 1e3:.2f}", f"{with_npu / plain:.2f}x", f"{npu_processing * 1e3:.0f}"]]

@@ -98,8 +98,10 @@ class Trace:
 
     @classmethod
     def load(cls, path: str) -> "Trace":
-        with open(path) as f:
-            return cls(json.load(f))
+        # torch 2.13's Python tracer can name a frame of a module imported inside the profile
+        # with freed memory (not valid UTF-8); such a name must not make the trace unreadable.
+        with open(path, "rb") as f:
+            return cls(json.loads(f.read().decode("utf-8", errors="replace")))
 
     def _nest(self) -> None:
         """Parents by time containment per thread (the trace is a forest per thread)."""
