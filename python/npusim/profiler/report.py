@@ -115,7 +115,7 @@ def build_report(profile_dir: str, output: str) -> str:
     sync_counts: dict = {}
     for s in trace.syncs:
         sync_counts[(s["cause"], s["source"])] = sync_counts.get((s["cause"], s["source"]), 0) + 1
-    sync_rows = [[c, s or "(unknown)", n] for (c, s), n in sorted(sync_counts.items(), key=lambda kv: -kv[1])]
+    sync_rows = [[c, s or "(no user frame: called from torch or npusim)", n] for (c, s), n in sorted(sync_counts.items(), key=lambda kv: -kv[1])]
     advice = findings(trace, len(trace.steps))
     advice_html = "".join(
         f"<div class='finding {a['severity']}'><h3>{html.escape(a['title'])}</h3><p>{html.escape(a['text'])}</p>"
