@@ -15,6 +15,7 @@ enum class DeviceActivityKind : uint8_t {
   kCopyDeviceToHost,
   kCopyDeviceToDevice,
   kSynchronize,  // the host waited for the device (what + source line)
+  kCollective,   // an HCCL collective on its stream (what: its name)
 };
 
 struct DeviceActivity {

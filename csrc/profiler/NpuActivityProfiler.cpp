@@ -136,8 +136,10 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
         continue;
       }
       ++flow;
-      const bool kernel = activity.kind == backend::DeviceActivityKind::kKernel;
-      const char* launchName = kernel ? "aclnnLaunchKernel"
+      const bool collective = activity.kind == backend::DeviceActivityKind::kCollective;
+      const bool kernel = activity.kind == backend::DeviceActivityKind::kKernel || collective;
+      const char* launchName = collective ? "HcclLaunch"
+                               : kernel ? "aclnnLaunchKernel"
                                : activity.kind == backend::DeviceActivityKind::kCopyDeviceToHost ? "aclrtMemcpy"
                                                                                                  : "aclrtMemcpyAsync";
       // The host side: the launch, inside the operator that issued it.
@@ -160,6 +162,7 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
         case backend::DeviceActivityKind::kCopyHostToDevice: name = "Memcpy HtoD"; break;
         case backend::DeviceActivityKind::kCopyDeviceToHost: name = "Memcpy DtoH"; break;
         case backend::DeviceActivityKind::kCopyDeviceToDevice: name = "Memcpy DtoD"; break;
+        case backend::DeviceActivityKind::kCollective: name = "hcom_" + activity.what; break;
         default: name = kernelName(op); break;
       }
       auto& task = add(kernel ? ActivityType::CONCURRENT_KERNEL : ActivityType::GPU_MEMCPY,
@@ -181,8 +184,8 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
       task.addMetadata("device", activity.device);
       task.addMetadata("stream", activity.stream);
       task.addMetadata("correlation", entry.correlation);
-      task.addMetadataQuoted("accelerator core", placementName(activity.placement));
-      task.addMetadataQuoted("unit", unitName(activity.unit));
+      task.addMetadataQuoted("accelerator core", collective ? "COMMUNICATION" : placementName(activity.placement));
+      task.addMetadataQuoted("unit", collective ? "Communication" : unitName(activity.unit));
       task.addMetadata("simulated start us", static_cast<double>(activity.startNs) / 1000.0);
       task.addMetadata("simulated duration us", static_cast<double>(activity.durationNs) / 1000.0);
       task.addMetadata("bytes", activity.bytes);

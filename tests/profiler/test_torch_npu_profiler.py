@@ -152,3 +152,28 @@ def test_mstx_ranges():
     assert mstx.range_pop() == -1
     with pytest.raises(ValueError):
         mstx.range_end(123456)
+
+
+def test_collectives_in_the_trace_and_communication_json(tmp_path, monkeypatch):
+    import torch.distributed as dist
+
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29541")
+    dist.init_process_group("hccl", rank=0, world_size=1)
+    try:
+        x = torch.ones(4096, device="npu")
+        with torch_npu.profiler.profile(on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(tmp_path))):
+            dist.all_reduce(x)
+            (x * 2).sum()
+    finally:
+        dist.destroy_process_group()
+    root = glob.glob(os.path.join(str(tmp_path), "*_ascend_pt"))[0]
+    base = os.path.join(root, "ASCEND_PROFILER_OUTPUT")
+    with open(os.path.join(base, "trace_view.json")) as f:
+        comm = [e for e in json.load(f)["traceEvents"] if e.get("name") == "hcom_allreduce"]
+    assert comm and comm[0]["args"]["accelerator core"] == "COMMUNICATION"
+    with open(os.path.join(base, "communication.json")) as f:
+        data = json.load(f)
+    assert data["step1"]["collective"]["hcom_allreduce"]["Count"] == 1
+    _, rows = _rows(os.path.join(base, "kernel_details.csv"))
+    assert all(r["Accelerator Core"] != "COMMUNICATION" for r in rows)

@@ -70,6 +70,31 @@ def op_states(trace: Trace) -> dict:
     return states
 
 
+def _union(intervals: list) -> list:
+    merged: list = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
+def _length(intervals: list) -> float:
+    return sum(end - start for start, end in intervals)
+
+
+def _overlap(a: list, b: list) -> float:
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        total += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
 def _mb(value: int) -> str:
     return f"{value / 2**20:.6f}"
 
@@ -137,25 +162,28 @@ def write_ascend_output(trace_path: str, root: str, rank: int = 0) -> str:
 
     # step_trace_time.csv: in simulated device time, per step (the whole window when no schedule).
     windows = [(s.name.split("#")[-1], s.ts, s.ts + s.dur) for s in trace.steps] or [("", float("-inf"), float("inf"))]
-    rows = []
+    rows, communication = [], {}
     for name, begin, end in windows:
         tasks = [t for t in trace.tasks if t.op is None or begin <= t.op.ts <= end]
-        if not tasks:
-            rows.append([0, name, 0, 0, 0, 0, 0, 0, 0, 0, 0])
-            continue
-        intervals = sorted((t.sim_start, t.sim_start + t.dur) for t in tasks)
-        busy, cur_s, cur_e = 0.0, intervals[0][0], intervals[0][1]
-        for s, e in intervals[1:]:
-            if s > cur_e:
-                busy += cur_e - cur_s
-                cur_s, cur_e = s, e
-            else:
-                cur_e = max(cur_e, e)
-        busy += cur_e - cur_s
-        span = intervals[-1][1] - intervals[0][0] if intervals else 0.0
-        span = max(span, max(e for _, e in intervals) - intervals[0][0])
-        rows.append([tasks[0].device, name, f"{busy:.3f}", "0.000", "0.000", "0.000", f"{max(0.0, span - busy):.3f}",
-                     f"{span:.3f}", "0.000", "0.000", "0.000"])
+        comm_tasks = [t for t in tasks if t.core == "COMMUNICATION"]
+        compute = _union([(t.sim_start, t.sim_start + t.dur) for t in tasks if t.core != "COMMUNICATION"])
+        comm = _union([(t.sim_start, t.sim_start + t.dur) for t in comm_tasks])
+        overlapped = _overlap(compute, comm)
+        ends = [t.sim_start + t.dur for t in tasks]
+        span = max(ends) - min(t.sim_start for t in tasks) if tasks else 0.0
+        busy, comm_total = _length(compute), _length(comm)
+        rows.append([tasks[0].device if tasks else 0, name, f"{busy:.3f}", f"{comm_total - overlapped:.3f}",
+                     f"{overlapped:.3f}", f"{comm_total:.3f}", f"{max(0.0, span - busy - comm_total + overlapped):.3f}",
+                     f"{span:.3f}", "0.000", f"{comm_total - overlapped:.3f}", "0.000"])
+        collectives = {}
+        for t in comm_tasks:
+            entry = collectives.setdefault(t.name, {"Communication Time Info": {
+                "Start Timestamp(us)": t.ts, "Elapse Time(ms)": 0.0, "Transit Time(ms)": 0.0, "Wait Time(ms)": 0.0,
+                "Synchronization Time(ms)": 0.0, "Idle Time(ms)": 0.0}, "Count": 0})
+            entry["Communication Time Info"]["Elapse Time(ms)"] += t.dur / 1000.0
+            entry["Communication Time Info"]["Transit Time(ms)"] += t.dur / 1000.0
+            entry["Count"] += 1
+        communication[f"step{name or 1}"] = {"collective": collectives, "p2p": {}}
     _write(os.path.join(out, "step_trace_time.csv"), STEP_TRACE_TIME, rows)
 
     # memory_record.csv and operator_memory.csv from the allocator's events.
@@ -181,9 +209,9 @@ def write_ascend_output(trace_path: str, root: str, rank: int = 0) -> str:
                      f"NPU:{a['device']}"])
     _write(os.path.join(out, "operator_memory.csv"), OPERATOR_MEMORY, rows)
 
-    # communication.json: per step, collectives and point-to-point (none recorded yet).
+    # communication.json: per step, the HCCL collectives (simulated times; no p2p split yet).
     with open(os.path.join(out, "communication.json"), "w") as f:
-        json.dump({f"step{name or 1}": {"collective": {}, "p2p": {}} for name, _, _ in windows}, f, indent=1)
+        json.dump(communication, f, indent=1)
     with open(os.path.join(root, f"profiler_info_{rank}.json"), "w") as f:
         json.dump({"config": {"common_config": {"simulator": "npusim"}}, "rank_id": rank}, f, indent=1)
     return out

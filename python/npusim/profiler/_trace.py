@@ -43,7 +43,7 @@ class DeviceTask:
 
 # How npusim's execution units show as the Accelerator Core of the real stack's files.
 _CORE_BY_UNIT = {"Cube": "AI_CORE", "Vector": "AI_VECTOR_CORE", "AI CPU": "AI_CPU", "CPU fallback": "CPU_FALLBACK",
-                 "Transfer": "DMA", "None": "AI_CORE"}
+                 "Transfer": "DMA", "None": "AI_CORE", "Communication": "COMMUNICATION"}
 
 
 class Trace:

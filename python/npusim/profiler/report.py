@@ -13,7 +13,7 @@ import tempfile
 from ._advisor import findings, user_frame
 from ._trace import Trace
 
-_UNITS = ["Cube", "Vector", "AI CPU", "CPU fallback", "Transfer"]
+_UNITS = ["Cube", "Vector", "AI CPU", "CPU fallback", "Transfer", "Communication"]
 
 
 def _figures(trace: Trace, capacity: int | None):
@@ -22,7 +22,7 @@ def _figures(trace: Trace, capacity: int | None):
     figs = {}
     # Step timeline per stream, in simulated device time (zoomable).
     colors = {"AI_CORE": "#1f77b4", "AI_VECTOR_CORE": "#2ca02c", "AI_CPU": "#ff7f0e", "CPU_FALLBACK": "#d62728",
-              "DMA": "#9467bd"}
+              "DMA": "#9467bd", "COMMUNICATION": "#8c564b"}
     timeline = go.Figure()
     for core, color in colors.items():
         tasks = [t for t in trace.tasks if t.core == core]
@@ -43,8 +43,8 @@ def _figures(trace: Trace, capacity: int | None):
     span = 0.0
     if trace.tasks:
         span = max(t.sim_start + t.dur for t in trace.tasks) - min(t.sim_start for t in trace.tasks)
-    labels = _UNITS + ["Communication", "Host-bound idle"]
-    values = [by_unit[u] for u in _UNITS] + [0.0, max(0.0, span - sum(by_unit.values()))]
+    labels = _UNITS + ["Host-bound idle"]
+    values = [by_unit[u] for u in _UNITS] + [max(0.0, span - sum(by_unit.values()))]
     figs["breakdown"] = go.Figure(go.Pie(labels=labels, values=values, hole=0.4))
     figs["breakdown"].update_layout(title="Where the device time went (us)", height=360)
 
