@@ -15,7 +15,7 @@ ninja -C build/dev -j"${JOBS:-2}"
 # Replace by rename, never in place: a running process keeps its mapping of the old file.
 for library in build/dev/csrc/backend/_C*.so build/dev/csrc/backend/libnpusim_backend.so \
     build/dev/csrc/ops/libnpusim_ops.so build/dev/csrc/compile/libnpusim_compile.so \
-    build/dev/csrc/distributed/_distributed_C*.so; do
+    build/dev/csrc/distributed/_distributed_C*.so build/dev/csrc/profiler/libnpusim_profiler.so; do
   cp "$library" "python/npusim/.$(basename "$library").new"
   mv -f "python/npusim/.$(basename "$library").new" "python/npusim/$(basename "$library")"
 done

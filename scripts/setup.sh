@@ -10,6 +10,8 @@ command -v cmake >/dev/null || need_apt+=(cmake)
 command -v ccache >/dev/null || need_apt+=(ccache)
 command -v g++ >/dev/null || need_apt+=(g++)
 [ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
+# Headless browser for the HTML report's rendering test (tests/profiler/test_report.py).
+command -v chromium >/dev/null || need_apt+=(chromium)
 if ((${#need_apt[@]})); then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
@@ -23,7 +25,7 @@ if ! "$PYTHON" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] !
 fi
 "$PYTHON" -c "import skbuild_core" 2>/dev/null || "$PYTHON" -c "import scikit_build_core" 2>/dev/null \
   || "$PYTHON" -m pip install -q "scikit-build-core>=0.10"
-for module in pytest expecttest numpy libcst; do
+for module in pytest expecttest numpy libcst plotly; do
   "$PYTHON" -c "import $module" 2>/dev/null || "$PYTHON" -m pip install -q "$module"
 done
 # Optional: transformers' NPU flash-attention path runs in tests/ops (skipped without it).

@@ -16,9 +16,23 @@ namespace {
 
 // One deleter function per device: a DataPtr then says by its deleter alone
 // which allocator owns it, without a lookup on every free.
+// torch.profiler(profile_memory=True) hears of every allocation and free,
+// with the allocator's totals after it, as from CUDA's allocator.
+void reportToProfiler(int device, void* ptr, int64_t delta) {
+  const auto& allocator = runtime::Runtime::instance().allocator(device);
+  c10::reportMemoryUsageToProfiler(ptr, delta, allocator.allocatedBytes(), allocator.reservedBytes(),
+                                   c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)));
+}
+
 template <int Device>
 void freeOnDevice(void* ptr) {
   try {
+    if (c10::memoryProfilingEnabled()) {
+      const int64_t size = static_cast<int64_t>(runtime::Runtime::instance().allocator(Device).allocationSize(ptr));
+      runtime::Runtime::instance().allocator(Device).free(ptr);
+      reportToProfiler(Device, ptr, -size);
+      return;
+    }
     runtime::Runtime::instance().allocator(Device).free(ptr);
   } catch (const std::exception& e) {
     // A deleter must not throw; the block is lost but the process goes on.
@@ -160,6 +174,9 @@ c10::DataPtr allocateDeviceMemory(int device, size_t bytes, c10::DeviceType labe
       rt.publishStatus();
     }
   });
+  if (ptr != nullptr && c10::memoryProfilingEnabled()) {
+    reportToProfiler(device, ptr, static_cast<int64_t>(runtime::Runtime::instance().allocator(device).allocationSize(ptr)));
+  }
   return c10::DataPtr(ptr, ptr, ptr ? kDeleters[static_cast<size_t>(device)] : nullptr,
                       c10::Device(label, static_cast<c10::DeviceIndex>(label == c10::DeviceType::CPU ? -1 : device)));
 }

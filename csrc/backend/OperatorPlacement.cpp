@@ -12,12 +12,14 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include "backend/DeviceActivity.h"
 #include "backend/NpuErrors.h"
 #include "backend/OperatorRecords.h"
 #include "backend/SourceLocation.h"
 #include "backend/SyncDebugMode.h"
 #include "runtime/EnvironmentVariables.h"
 #include "runtime/Plog.h"
+#include "runtime/Runtime.h"
 
 namespace npusim::backend {
 namespace {
@@ -196,6 +198,14 @@ void recordSyncPoint(std::string_view what) {
   std::string label(what);
   if (!sync.label.empty()) {
     label = what.rfind("aten::", 0) == 0 ? sync.label + " (" + std::string(what) + ")" : sync.label;
+  }
+  if (const DeviceActivitySink sink = deviceActivitySink()) {
+    DeviceActivity activity;
+    activity.kind = DeviceActivityKind::kSynchronize;
+    activity.hostNs = runtime::Runtime::instance().hostClock().now();
+    activity.what = label;
+    activity.source = sync.location;
+    sink(activity);
   }
   std::lock_guard<std::mutex> lock(reportMutex);
   ++syncPoints()[{std::move(label), sync.location}];

@@ -4,10 +4,12 @@
 #include <mutex>
 
 #include "backend/CoreLimits.h"
+#include "backend/DeviceActivity.h"
 #include "backend/GraphLaunch.h"
 #include "backend/Hf32Mode.h"
 #include "backend/L2Residency.h"
 #include "backend/NpuStreams.h"
+#include "backend/SourceLocation.h"
 #include "perf/CostModel.h"
 #include "runtime/Runtime.h"
 
@@ -63,6 +65,27 @@ void account(const perf::Cost& cost, runtime::SimTimeNs dispatch) {
   totals.launches.fetch_add(1, std::memory_order_relaxed);
 }
 
+// Tells a listening profiler about a task that ends at `end` on `stream`.
+void report(DeviceActivityKind kind, int device, runtime::StreamId stream, runtime::SimTimeNs end,
+            const perf::Cost& cost, runtime::SimTimeNs dispatch, runtime::Placement placement) {
+  const DeviceActivitySink sink = deviceActivitySink();
+  if (sink == nullptr) return;
+  DeviceActivity activity;
+  activity.kind = kind;
+  activity.device = device;
+  activity.stream = stream;
+  activity.hostNs = runtime::Runtime::instance().hostClock().now();
+  activity.startNs = end - cost.deviceNs;
+  activity.durationNs = cost.deviceNs;
+  activity.dispatchNs = dispatch;
+  activity.placement = static_cast<uint8_t>(placement);
+  activity.unit = static_cast<uint8_t>(cost.unit);
+  activity.bytes = static_cast<uint64_t>(cost.bytes);
+  // The user's line behind an AI CPU operator or a fallback, for the report.
+  if (placement != runtime::Placement::kAiCore) activity.source = currentSourceLocation();
+  sink(activity);
+}
+
 }  // namespace
 
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept {
@@ -89,7 +112,8 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
   if (cost.synchronizesHost) timeline.synchronizeStream(stream);
-  timeline.submit(stream, cost.deviceNs);
+  const runtime::SimTimeNs end = timeline.submit(stream, cost.deviceNs);
+  report(DeviceActivityKind::kKernel, device, stream, end, cost, dispatch, placement);
   // A CPU fallback computes on the host: the host is busy for that long too.
   if (cost.hostNs > 0) rt.hostClock().advance(cost.hostNs);
   if (dataDependentSync || rt.launchBlocking()) timeline.synchronizeStream(stream);
@@ -112,7 +136,8 @@ runtime::SimTimeNs chargeModelledKernel(int device, perf::OperatorKind kind, run
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
-  timeline.submit(stream, cost.deviceNs);
+  const runtime::SimTimeNs end = timeline.submit(stream, cost.deviceNs);
+  report(DeviceActivityKind::kKernel, device, stream, end, cost, dispatch, runtime::Placement::kAiCore);
   if (rt.launchBlocking()) timeline.synchronizeStream(stream);
   account(cost, dispatch);
   return cost.deviceNs;
@@ -144,7 +169,11 @@ void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinned
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
-  timeline.submit(stream, cost.deviceNs);
+  const runtime::SimTimeNs end = timeline.submit(stream, cost.deviceNs);
+  report(direction == CopyDirection::kHostToDevice   ? DeviceActivityKind::kCopyHostToDevice
+         : direction == CopyDirection::kDeviceToHost ? DeviceActivityKind::kCopyDeviceToHost
+                                                     : DeviceActivityKind::kCopyDeviceToDevice,
+         device, stream, end, cost, dispatch, runtime::Placement::kAiCore);
   // A copy from pageable memory, or to the host, returns only when done unless asked not to.
   const bool hostWaits = direction == CopyDirection::kDeviceToHost
                              ? !nonBlocking

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 
+#include "backend/DeviceActivity.h"
 #include "backend/NpuStreams.h"
 #include "runtime/BusyIntervals.h"
 #include "runtime/Runtime.h"
@@ -62,7 +63,20 @@ runtime::Event chargeCollective(const CommunicationPlacement& placement, perf::C
   timeline.streamWaitEvent(placement.hcclStream, inputsReady);
   rt.hostClock().advance(kLaunchNs);
   const perf::CollectiveCost cost = model().price(op, bytes, placement.topology, peerSameServer);
-  timeline.submit(placement.hcclStream, cost.ns);
+  const runtime::SimTimeNs end = timeline.submit(placement.hcclStream, cost.ns);
+  if (const backend::DeviceActivitySink sink = backend::deviceActivitySink()) {  // a profiler is recording
+    backend::DeviceActivity activity;
+    activity.kind = backend::DeviceActivityKind::kCollective;
+    activity.device = placement.device;
+    activity.stream = placement.hcclStream;
+    activity.hostNs = rt.hostClock().now();
+    activity.startNs = end - cost.ns;
+    activity.durationNs = cost.ns;
+    activity.dispatchNs = kLaunchNs;
+    activity.bytes = bytes;
+    activity.what = perf::collectiveName(op);
+    sink(activity);
+  }
   runtime::Event done;
   timeline.recordEvent(done, placement.hcclStream, true);
 

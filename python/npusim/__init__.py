@@ -109,6 +109,9 @@ def _register_backend() -> None:
     from npusim import _ops
 
     _ops.load()  # torch.ops.npu: torch_npu's own operators (csrc/ops)
+    from npusim import _profiler_lib
+
+    _profiler_lib.load()  # the npu device in torch.profiler (csrc/profiler)
     from npusim._error_code import is_interactive_session
 
     # The C++ errors leave out the error-code suffix in an interactive session, as torch_npu's.

@@ -50,10 +50,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="apply torch_npu's transfer_to_npu first, so a CUDA program runs on npu unchanged",
     )
+    run.add_argument("--report", metavar="HTML", help="profile the run and write an HTML report (npusim.profiler)")
     run.add_argument("-m", dest="module", metavar="MODULE", help="run a library module as a script (like python -m)")
     run.add_argument("script", nargs="?", metavar="SCRIPT", help="the Python program")
     run.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its arguments")
     run.set_defaults(handler=_command_run)
+
+    report = subcommands.add_parser("report", help="write the HTML report of a *_ascend_pt profile folder")
+    report.add_argument("profile_dir", metavar="PROFILE_DIR")
+    report.add_argument("-o", "--output", default="report.html", metavar="HTML")
+    report.set_defaults(handler=_command_report)
 
     devices = subcommands.add_parser(
         "devices",
@@ -163,6 +169,18 @@ def _run_program_unrestored(args: argparse.Namespace) -> int:
     return 0
 
 
+def _command_report(args: argparse.Namespace) -> int:
+    from npusim.profiler import report as profile_report
+
+    try:
+        profile_report.build_report(args.profile_dir, args.output)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"npusim report: {error}", file=sys.stderr)
+        return 2
+    print(f"[npusim] report: {args.output}", file=sys.stderr)
+    return 0
+
+
 def _command_run(args: argparse.Namespace) -> int:
     if not args.module and not args.script:
         print("npusim run: give a SCRIPT (or -m MODULE) to run", file=sys.stderr)
@@ -183,7 +201,12 @@ def _command_run(args: argparse.Namespace) -> int:
     except Exception:
         pass
     program = args.module and f"-m {args.module}" or args.script
-    exit_code = _run_program(args)
+    if args.report:
+        from npusim.profiler import report as profile_report
+
+        exit_code = profile_report.run_profiled(lambda: _run_program(args), args.report)
+    else:
+        exit_code = _run_program(args)
     if not args.no_summary:
         try:
             sys.stdout.flush()

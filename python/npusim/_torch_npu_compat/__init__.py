@@ -27,9 +27,12 @@ from npusim.npu.formats import (  # noqa: E402,F401
 )
 
 from . import _C, utils  # noqa: E402,F401
+from . import profiler  # noqa: E402,F401  (torch_npu.profiler; torch_npu.npu.mstx below)
+from npusim.npu import mstx as _mstx  # noqa: E402
 from .version import __version__  # noqa: E402
 
 sys.modules[__name__ + ".npu"] = npu
+sys.modules[__name__ + ".npu.mstx"] = _mstx
 
 __all__ = [
     "npu",
