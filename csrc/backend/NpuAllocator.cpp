@@ -19,6 +19,9 @@ namespace {
 template <int Device>
 void freeOnDevice(void* ptr) {
   try {
+    // A forked child frees nothing: the parent's blocks are the parent's, and
+    // the child's copy of them goes away with the child.
+    if (runtime::Runtime::inForkedChild()) return;
     runtime::Runtime::instance().allocator(Device).free(ptr);
   } catch (const std::exception& e) {
     // A deleter must not throw; the block is lost but the process goes on.
