@@ -73,10 +73,6 @@ int64_t unixMillis() {
 
 }  // namespace
 
-namespace {
-constexpr double kMinimumByteSize = 1024.0 * 1024;
-}  // namespace
-
 uint64_t parseByteSize(const std::string& text, const char* variable) {
   char* end = nullptr;
   const double number = std::strtod(text.c_str(), &end);
@@ -99,11 +95,7 @@ uint64_t parseByteSize(const std::string& text, const char* variable) {
     throw ConfigError(std::string(variable) + "=" + printableText(text) +
                       " is invalid: expected a positive size in bytes, optionally with a K, M, G or T suffix");
   }
-  // A fraction of a byte (0.5) or a few bytes would make every allocation fail.
-  if (number * scale < kMinimumByteSize) {
-    throw ConfigError(std::string(variable) + "=" + printableText(text) + " is invalid: the size must be at least 1M (" +
-                      std::to_string(kMinimumByteSize) + " bytes)");
-  }
+
   return static_cast<uint64_t>(number * scale);
 }
 
@@ -135,6 +127,12 @@ Runtime::Runtime()
       deviceTable_(static_cast<size_t>(registry_.deviceCount())) {
   if (auto hbm = environmentValue("NPUSIM_HBM_SIZE"); hbm && !hbm->empty()) {
     capacity_ = parseByteSize(*hbm, "NPUSIM_HBM_SIZE");
+    // A fraction of a byte (0.5) or a few bytes would make every allocation fail.
+    constexpr uint64_t kMinimumHbm = uint64_t{1} << 20;
+    if (capacity_ < kMinimumHbm) {
+      throw ConfigError("NPUSIM_HBM_SIZE=" + printableText(*hbm) + " is invalid: the size must be at least 1M (" +
+                        std::to_string(kMinimumHbm) + " bytes)");
+    }
   }
   for (auto& slot : deviceTable_) slot.store(nullptr, std::memory_order_relaxed);
   // A malformed ASCEND_GLOBAL_LOG_LEVEL / ASCEND_SLOG_PRINT_TO_STDOUT is an
