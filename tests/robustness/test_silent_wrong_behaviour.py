@@ -80,3 +80,20 @@ def test_npusim_run_refuses_non_positive_steps(tmp_path):
         )
         assert result.returncode == 2, (steps, result.stdout, result.stderr)
         assert "--steps" in result.stderr and "ran" not in result.stdout
+
+
+def test_conv2d_with_cpu_weight_raises_device_mismatch():
+    x = torch.randn(1, 3, 8, 8, device="npu")
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least two devices, npu:0 and cpu!"):
+        torch.nn.functional.conv2d(x, torch.randn(4, 3, 3, 3))
+    assert torch.nn.functional.conv2d(x, torch.randn(4, 3, 3, 3, device="npu")).device.type == "npu"
+
+
+def test_set_storage_of_another_npu_raises():
+    if torch.npu.device_count() < 2:
+        pytest.skip("needs two simulated devices")
+    x = torch.zeros(4, device="npu:0")
+    with pytest.raises(RuntimeError, match='to a storage on different device "npu:1"'):
+        x.set_(torch.ones(4, device="npu:1").untyped_storage())
+    x.set_(torch.ones(4, device="npu:0").untyped_storage())
+    assert x.cpu().tolist() == [1.0, 1.0, 1.0, 1.0]
