@@ -18,10 +18,21 @@
 namespace npusim::backend {
 namespace {
 
+// PyTorch's device check, which these native kernels bypass by running the
+// CPU convolution on aliases: every tensor must be on the input's npu device.
+void checkSameDevice(const at::Tensor& input, std::initializer_list<const at::Tensor*> others) {
+  for (const at::Tensor* other : others) {
+    if (other == nullptr || !other->defined() || other->device() == input.device()) continue;
+    TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
+                input.device(), " and ", other->device(), "!");
+  }
+}
+
 at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& weight,
                                    const std::optional<at::Tensor>& bias, c10::IntArrayRef stride,
                                    c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed,
                                    c10::IntArrayRef outputPadding, int64_t groups) {
+  checkSameDevice(input, {&weight, bias.has_value() ? &*bias : nullptr});
   const int device = input.device().index();
   const c10::DeviceGuard guard(input.device());
   std::optional<at::Tensor> cpuBias;
@@ -47,6 +58,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
     const at::Tensor& gradOutput, const at::Tensor& input, const at::Tensor& weight, c10::IntArrayRef stride,
     c10::IntArrayRef padding, c10::IntArrayRef dilation, bool transposed, c10::IntArrayRef outputPadding,
     int64_t groups, std::array<bool, 3> outputMask) {
+  checkSameDevice(input, {&gradOutput, &weight});
   const int device = input.device().index();
   const c10::DeviceGuard guard(input.device());
   // The bias has one element per output channel.

@@ -6,12 +6,14 @@
 #include <torch/library.h>
 
 #include "backend/EstimateMode.h"
+#include "backend/NpuErrors.h"
 #include "backend/InfNanMode.h"
 #include "backend/OperatorPlacement.h"
 #include "backend/OperatorRecords.h"
 #include "backend/PinnedMemory.h"
 #include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
+#include "runtime/Runtime.h"
 
 namespace npusim::backend {
 namespace {
@@ -25,9 +27,19 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlock
               " is not supported by the npu backend");
   TORCH_CHECK(toNpu || dst.device().is_cpu(), "Copying from ", self.device(), " to ", dst.device(),
               " is not supported by the npu backend");
+  if (fromNpu || toNpu) NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().checkNotForkedChild());
   if (self.numel() == 0) return dst;
   at::Tensor source = fromNpu ? makeCpuAlias(self) : self;
-  at::Tensor target = toNpu ? makeCpuAlias(dst) : dst;
+  at::Tensor target;
+  if (fromNpu && toNpu && self.storage().is_alias_of(dst.storage())) {
+    // One CPU storage for both sides, so that the CPU copy's overlap checks,
+    // which compare storages, see that they share memory (x.copy_(x.t()),
+    // x[1:] = x[:-1]) and raise PyTorch's error as on the CPU.
+    const c10::Storage shared = source.storage();
+    target = makeCpuAlias(dst, &shared);
+  } else {
+    target = toNpu ? makeCpuAlias(dst) : dst;
+  }
   const uint64_t bytes = static_cast<uint64_t>(dst.numel()) * dst.element_size();
   if (fromNpu && !toNpu) {
     // Device to host: the host waits for the work that produces the data,

@@ -101,6 +101,10 @@ at::Tensor& setStorageWithGeometry(at::Tensor& self, c10::Storage source, int64_
                                    c10::IntArrayRef size, c10::IntArrayRef stride) {
   TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
               "Expected an npu storage for set_, but got a storage on ", source.device());
+  // PyTorch's check (TensorImpl::set_storage on CPU and CUDA): a tensor keeps its device.
+  TORCH_CHECK(source.device() == self.device(), "Attempted to set the storage of a tensor on device \"",
+              self.device(), "\" to a storage on different device \"", source.device(),
+              "\".  This is no longer allowed; the devices must match.");
   c10::TensorImpl* impl = self.unsafeGetTensorImpl();
   impl->set_storage_keep_dtype(std::move(source));
   // set_(storage, offset, size) without strides means contiguous strides.

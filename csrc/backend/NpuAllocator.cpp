@@ -27,6 +27,9 @@ void reportToProfiler(int device, void* ptr, int64_t delta) {
 template <int Device>
 void freeOnDevice(void* ptr) {
   try {
+    // A forked child frees nothing: the parent's blocks are the parent's, and
+    // the child's copy of them goes away with the child.
+    if (runtime::Runtime::inForkedChild()) return;
     if (c10::memoryProfilingEnabled()) {
       const int64_t size = static_cast<int64_t>(runtime::Runtime::instance().allocator(Device).allocationSize(ptr));
       runtime::Runtime::instance().allocator(Device).free(ptr);

@@ -107,6 +107,8 @@ void rethrowAsTorchError() {
       TORCH_CHECK(false, "CANN error: ", compactReason(e));
     }
     TORCH_CHECK(false, e.what(), suffix);
+  } catch (const runtime::ForkedProcessError& e) {
+    TORCH_CHECK(false, e.what(), errorSuffix(ErrorModule::kPta, ErrorKind::kResourceUnavailable));
   } catch (const runtime::ConfigError& e) {
     NPUSIM_PLOG(runtime::LogLevel::kError, "APP", std::string("[PTA]:") + e.what());
     TORCH_CHECK(false, e.what(), errorSuffix(ErrorModule::kPta, ErrorKind::kInvalidValue));

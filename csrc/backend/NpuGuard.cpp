@@ -2,6 +2,7 @@
 // c10::DeviceGuard, torch.Stream, torch.Event and torch.accelerator.
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include "backend/AutogradThreads.h"
 #include "backend/NpuAllocator.h"
 #include "backend/NpuErrors.h"
 #include "backend/NpuStreams.h"
@@ -38,6 +39,7 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void setDevice(c10::Device device) const override {
     TORCH_CHECK(device.type() == c10::DeviceType::PrivateUse1, "expected an npu device, got ", device);
+    noteDeviceThreadIfAutograd(device.index());
     NPUSIM_TRANSLATE_ERRORS(Runtime::instance().setDevice(device.index()));
   }
 

@@ -24,6 +24,7 @@
 #include "backend/InfNanMode.h"
 #include "backend/L2Residency.h"
 #include "backend/NpuAllocator.h"
+#include "backend/NpuErrors.h"
 #include "backend/NpuGenerator.h"
 #include "backend/OperatorPlacement.h"
 #include "backend/OperatorRecords.h"
@@ -407,6 +408,8 @@ void runMetaKernel(const c10::OperatorHandle& op, const OperatorRecord& record, 
 }
 
 void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  // First, before any lock of the backend: a forked child's npu tensors are its parent's.
+  NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().checkNotForkedChild());
   OperatorRecord& record = operatorRecord(op);
   record.calls.fetch_add(1, std::memory_order_relaxed);
   const auto& schema = op.schema();

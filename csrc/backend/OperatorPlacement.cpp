@@ -7,8 +7,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <utility>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
@@ -17,7 +19,9 @@
 #include "backend/OperatorRecords.h"
 #include "backend/SourceLocation.h"
 #include "backend/SyncDebugMode.h"
+#include "runtime/ConfigFile.h"
 #include "runtime/EnvironmentVariables.h"
+#include "runtime/Error.h"
 #include "runtime/Plog.h"
 #include "runtime/Runtime.h"
 
@@ -25,6 +29,34 @@ namespace npusim::backend {
 namespace {
 
 using runtime::Placement;
+
+// An override for an operator that PyTorch does not have would be ignored
+// without a word; refuse it, naming the file and line.
+void checkOverriddenOperatorsExist(const runtime::PlacementTable& table) {
+  if (table.overrideLines().empty()) return;
+  auto& dispatcher = c10::Dispatcher::singleton();
+  std::set<std::string> baseNames;  // for "aten::name.*", built on first need
+  for (const auto& entry : table.overrideLines()) {
+    const std::string& qualified = entry.operatorName;
+    const size_t dot = qualified.find('.');
+    const std::string base = qualified.substr(0, dot);
+    const std::string overload = dot == std::string::npos ? std::string() : qualified.substr(dot + 1);
+    bool exists = false;
+    if (overload == "*") {
+      if (baseNames.empty()) {
+        for (const auto& name : dispatcher.getAllOpNames()) baseNames.insert(name.name);
+      }
+      exists = baseNames.count(base) != 0;
+    } else {
+      exists = dispatcher.findOp(c10::OperatorName(base, overload)).has_value();
+    }
+    if (!exists) {
+      throw runtime::ConfigError("placement file " + runtime::printableText(entry.origin, 4096) + " line " +
+                                 std::to_string(entry.line) + ": operator \"" + qualified +
+                                 "\" does not exist in this PyTorch");
+    }
+  }
+}
 
 std::string dataDirectory() {
   if (const auto configured = runtime::environmentValue("NPUSIM_DATA_DIR"); configured && !configured->empty()) {
@@ -95,7 +127,9 @@ const runtime::PlacementTable& placementTable() {
   std::lock_guard<std::mutex> lock(mutex);
   if (!table) {
     // A broken file raises here and is tried again on the next call.
-    table = std::make_unique<runtime::PlacementTable>(runtime::PlacementTable::fromEnvironment(dataDirectory()));
+    auto loaded = std::make_unique<runtime::PlacementTable>(runtime::PlacementTable::fromEnvironment(dataDirectory()));
+    checkOverriddenOperatorsExist(*loaded);
+    table = std::move(loaded);
   }
   return *table;
 }

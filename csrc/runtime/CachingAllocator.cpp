@@ -734,4 +734,7 @@ size_t CachingAllocator::allocatedBytes() const {
   return static_cast<size_t>(impl_->stats.allocated_bytes[kAggregate].current);
 }
 
+void CachingAllocator::lockForFork() { impl_->mutex.lock(); }
+void CachingAllocator::unlockAfterFork() { impl_->mutex.unlock(); }
+
 }  // namespace npusim::runtime

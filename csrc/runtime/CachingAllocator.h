@@ -128,6 +128,10 @@ class CachingAllocator {
   // the new rounding and limits. A per_process_memory_fraction in `config`
   // is applied.
   void reconfigure(const AllocatorConfig& config);
+  // fork() support (Runtime's pthread_atfork handlers): held across fork so
+  // that the child never inherits the lock held by a thread it does not have.
+  void lockForFork();
+  void unlockAfterFork();
   // Limits reserved memory to fraction * capacity; fraction must be in [0, 1].
   void setMemoryFraction(double fraction);
   double memoryFraction() const;

@@ -9,7 +9,12 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <type_traits>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
 
+#include "runtime/ConfigFile.h"
 #include "runtime/EnvironmentVariables.h"
 #include "runtime/Error.h"
 
@@ -23,15 +28,34 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, last - first + 1);
 }
 
+std::string where(std::string_view origin, int line, std::string_view key) {
+  return "chip file " + printableText(origin, 4096) + " line " + std::to_string(line) + ": " + std::string(key);
+}
+
+// What a field accepts; every chip quantity is finite, and most are positive
+// (a zero clock or MAC count would divide by zero in the cost model).
+enum class Range { kPositive, kNonNegative, kFraction };
+
 template <typename T>
-T parseNumber(std::string_view value, std::string_view origin, int line, std::string_view key) {
+T parseNumber(std::string_view value, std::string_view origin, int line, std::string_view key, Range range) {
   T result{};
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), result);
-  if (ec != std::errc() || end != value.data() + value.size()) {
-    std::ostringstream msg;
-    msg << "chip file " << origin << " line " << line << ": " << key << " = \"" << value
-        << "\" is not a valid number";
-    throw ConfigError(msg.str());
+  if (value.empty() || ec != std::errc() || end != value.data() + value.size()) {
+    throw ConfigError(where(origin, line, key) + " = \"" + printableText(value) + "\" is not a valid number");
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(result)) {
+      throw ConfigError(where(origin, line, key) + " = " + printableText(value) + " is not a finite number");
+    }
+  }
+  const bool ok = range == Range::kNonNegative ? result >= T{0}
+                  : range == Range::kFraction  ? result > T{0} && result <= T{1}
+                                               : result > T{0};
+  if (!ok) {
+    const char* expected = range == Range::kNonNegative ? "a number >= 0"
+                           : range == Range::kFraction  ? "a number in (0, 1]"
+                                                        : "a number > 0";
+    throw ConfigError(where(origin, line, key) + " = " + printableText(value) + " is invalid: expected " + expected);
   }
   return result;
 }
@@ -39,40 +63,65 @@ T parseNumber(std::string_view value, std::string_view origin, int line, std::st
 using FieldSetter = std::function<void(ChipSpec&, std::string_view value, std::string_view origin, int line)>;
 
 template <typename T>
-FieldSetter numberField(T ChipSpec::*field, std::string_view key) {
-  return [field, key](ChipSpec& chip, std::string_view value, std::string_view origin, int line) {
-    chip.*field = parseNumber<T>(value, origin, line, key);
+FieldSetter numberField(T ChipSpec::*field, std::string_view key, Range range = Range::kPositive) {
+  return [field, key, range](ChipSpec& chip, std::string_view value, std::string_view origin, int line) {
+    chip.*field = parseNumber<T>(value, origin, line, key, range);
   };
 }
 
-FieldSetter textField(std::string ChipSpec::*field) {
-  return [field](ChipSpec& chip, std::string_view value, std::string_view, int) { chip.*field = std::string(value); };
+// "<major>.<minor>", as torch.npu.get_device_capability() returns it.
+FieldSetter capabilityField(std::string ChipSpec::*field, std::string_view key) {
+  return [field, key](ChipSpec& chip, std::string_view value, std::string_view origin, int line) {
+    const auto dot = value.find('.');
+    const auto digits = [](std::string_view part) {
+      return !part.empty() && part.size() <= 4 &&
+             std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (dot == std::string_view::npos || !digits(value.substr(0, dot)) || !digits(value.substr(dot + 1))) {
+      throw ConfigError(where(origin, line, key) + " = \"" + printableText(value) +
+                        "\" is invalid: expected <major>.<minor>, such as 9.0");
+    }
+    chip.*field = std::string(value);
+  };
+}
+
+FieldSetter textField(std::string ChipSpec::*field, std::string_view key) {
+  return [field, key](ChipSpec& chip, std::string_view value, std::string_view origin, int line) {
+    const bool printable = std::all_of(value.begin(), value.end(), [](char c) {
+      return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+    });
+    if (value.empty() || !printable) {
+      throw ConfigError(where(origin, line, key) + " = \"" + printableText(value) +
+                        "\" is invalid: expected printable ASCII text");
+    }
+    chip.*field = std::string(value);
+  };
 }
 
 const std::map<std::string_view, FieldSetter>& fieldSetters() {
   static const std::map<std::string_view, FieldSetter> setters = {
-      {"soc_name", textField(&ChipSpec::socName)},
-      {"npu_smi_name", textField(&ChipSpec::npuSmiName)},
-      {"soc_version_id", numberField(&ChipSpec::socVersionId, "soc_version_id")},
-      {"chip_family", textField(&ChipSpec::chipFamily)},
+      {"soc_name", textField(&ChipSpec::socName, "soc_name")},
+      {"npu_smi_name", textField(&ChipSpec::npuSmiName, "npu_smi_name")},
+      {"soc_version_id", numberField(&ChipSpec::socVersionId, "soc_version_id", Range::kNonNegative)},
+      {"chip_family", textField(&ChipSpec::chipFamily, "chip_family")},
       {"cube_cores", numberField(&ChipSpec::cubeCores, "cube_cores")},
       {"vector_cores", numberField(&ChipSpec::vectorCores, "vector_cores")},
-      {"ai_cpu_cores", numberField(&ChipSpec::aiCpuCores, "ai_cpu_cores")},
+      {"ai_cpu_cores", numberField(&ChipSpec::aiCpuCores, "ai_cpu_cores", Range::kNonNegative)},
       {"cube_frequency_mhz", numberField(&ChipSpec::cubeFrequencyMhz, "cube_frequency_mhz")},
       {"cube_fp16_macs_per_cycle", numberField(&ChipSpec::cubeFp16MacsPerCycle, "cube_fp16_macs_per_cycle")},
       {"cube_int8_macs_per_cycle", numberField(&ChipSpec::cubeInt8MacsPerCycle, "cube_int8_macs_per_cycle")},
-      {"cube_fp32_rate", numberField(&ChipSpec::cubeFp32Rate, "cube_fp32_rate")},
+      {"cube_fp32_rate", numberField(&ChipSpec::cubeFp32Rate, "cube_fp32_rate", Range::kFraction)},
       {"vector_bytes_per_cycle", numberField(&ChipSpec::vectorBytesPerCycle, "vector_bytes_per_cycle")},
       {"hbm_bytes", numberField(&ChipSpec::hbmBytes, "hbm_bytes")},
       {"total_memory_bytes", numberField(&ChipSpec::totalMemoryBytes, "total_memory_bytes")},
       {"hbm_bandwidth_gbps", numberField(&ChipSpec::hbmBandwidthGbps, "hbm_bandwidth_gbps")},
-      {"hbm_bandwidth_efficiency", numberField(&ChipSpec::hbmBandwidthEfficiency, "hbm_bandwidth_efficiency")},
-      {"l2_cache_bytes", numberField(&ChipSpec::l2CacheBytes, "l2_cache_bytes")},
+      {"hbm_bandwidth_efficiency", numberField(&ChipSpec::hbmBandwidthEfficiency, "hbm_bandwidth_efficiency", Range::kFraction)},
+      {"l2_cache_bytes", numberField(&ChipSpec::l2CacheBytes, "l2_cache_bytes", Range::kNonNegative)},
       {"pcie_bandwidth_gbps", numberField(&ChipSpec::pcieBandwidthGbps, "pcie_bandwidth_gbps")},
       {"hccs_link_bandwidth_gbps", numberField(&ChipSpec::hccsLinkBandwidthGbps, "hccs_link_bandwidth_gbps")},
-      {"intra_node_peers", numberField(&ChipSpec::intraNodePeers, "intra_node_peers")},
-      {"roce_bandwidth_gbps", numberField(&ChipSpec::roceBandwidthGbps, "roce_bandwidth_gbps")},
-      {"device_capability", textField(&ChipSpec::deviceCapability)},
+      {"intra_node_peers", numberField(&ChipSpec::intraNodePeers, "intra_node_peers", Range::kNonNegative)},
+      {"roce_bandwidth_gbps", numberField(&ChipSpec::roceBandwidthGbps, "roce_bandwidth_gbps", Range::kNonNegative)},
+      {"device_capability", capabilityField(&ChipSpec::deviceCapability, "device_capability")},
   };
   return setters;
 }
@@ -94,7 +143,8 @@ std::vector<ChipSpec> loadChips() {
   if (auto dir = environmentValue("NPUSIM_CHIP_DIR"); dir && !dir->empty()) {
     DIR* handle = opendir(dir->c_str());
     if (handle == nullptr) {
-      throw ConfigError("NPUSIM_CHIP_DIR=" + *dir + " is not a readable directory");
+      throw ConfigError("NPUSIM_CHIP_DIR=" + printableText(*dir, 4096) + " is not a readable directory: " +
+                        std::strerror(errno));
     }
     std::vector<std::string> names;
     while (dirent* entry = readdir(handle)) {
@@ -105,10 +155,7 @@ std::vector<ChipSpec> loadChips() {
     std::sort(names.begin(), names.end());
     for (const auto& name : names) {
       const std::string path = *dir + "/" + name;
-      std::ifstream in(path);
-      std::stringstream text;
-      text << in.rdbuf();
-      addOrReplace(parseChipSpec(text.str(), path));
+      addOrReplace(parseChipSpec(readConfigFile(path, "chip file"), path));
     }
   }
   return chips;
@@ -131,27 +178,27 @@ ChipSpec parseChipSpec(std::string_view text, std::string_view origin) {
     if (line.empty()) continue;
     const auto equals = line.find('=');
     if (equals == std::string_view::npos) {
-      throw ConfigError("chip file " + std::string(origin) + " line " + std::to_string(lineNumber) +
-                        ": expected \"key = value\", got \"" + std::string(line) + "\"");
+      throw ConfigError("chip file " + printableText(origin, 4096) + " line " + std::to_string(lineNumber) +
+                        ": expected \"key = value\", got \"" + printableText(line) + "\"");
     }
     const std::string_view key = trim(line.substr(0, equals));
     const std::string_view value = trim(line.substr(equals + 1));
     const auto setter = fieldSetters().find(key);
     if (setter == fieldSetters().end()) {
-      throw ConfigError("chip file " + std::string(origin) + " line " + std::to_string(lineNumber) +
-                        ": unknown key \"" + std::string(key) + "\"");
+      throw ConfigError("chip file " + printableText(origin, 4096) + " line " + std::to_string(lineNumber) +
+                        ": unknown key \"" + printableText(key) + "\"");
     }
     setter->second(chip, value, origin, lineNumber);
     seen[setter->first] = true;
   }
   for (const auto& [key, setter] : fieldSetters()) {
     if (!seen.count(key)) {
-      throw ConfigError("chip file " + std::string(origin) + ": missing key \"" + std::string(key) + "\"");
+      throw ConfigError("chip file " + printableText(origin, 4096) + ": missing key \"" + std::string(key) + "\"");
     }
   }
   if (chip.cubeCores <= 0 || chip.vectorCores <= 0 || chip.cubeFrequencyMhz <= 0 || chip.hbmBytes == 0 ||
       chip.totalMemoryBytes == 0 || chip.totalMemoryBytes > chip.hbmBytes) {
-    throw ConfigError("chip file " + std::string(origin) +
+    throw ConfigError("chip file " + printableText(origin, 4096) +
                       ": core counts, clock and memory sizes must be positive and total_memory_bytes <= hbm_bytes");
   }
   return chip;

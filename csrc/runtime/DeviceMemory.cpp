@@ -93,4 +93,7 @@ bool DeviceMemory::contains(const void* ptr) const {
   return false;
 }
 
+void DeviceMemory::lockForFork() { mutex_.lock(); }
+void DeviceMemory::unlockAfterFork() { mutex_.unlock(); }
+
 }  // namespace npusim::runtime

@@ -46,6 +46,10 @@ class DeviceMemory {
   // big for the chip can run to the end and report how much it would need.
   void setOvercommit(bool allowed) noexcept { overcommit_.store(allowed, std::memory_order_relaxed); }
   bool overcommit() const noexcept { return overcommit_.load(std::memory_order_relaxed); }
+  // fork() support (Runtime's pthread_atfork handlers): held across fork so
+  // that the child never inherits the lock held by a thread it does not have.
+  void lockForFork();
+  void unlockAfterFork();
 
  private:
   const int device_;

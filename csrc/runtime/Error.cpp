@@ -73,4 +73,9 @@ RuntimeError::RuntimeError(ErrorCode code, std::string call, std::string detail)
 OutOfMemoryError::OutOfMemoryError(int device, std::string message)
     : std::runtime_error(std::move(message)), device_(device) {}
 
+ForkedProcessError::ForkedProcessError()
+    : std::runtime_error(
+          "Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, you must use the "
+          "'spawn' start method") {}
+
 }  // namespace npusim::runtime

@@ -87,6 +87,14 @@ class OutOfMemoryError : public std::runtime_error {
   int device_;
 };
 
+// Thrown by every device entry point in a child forked from a process whose
+// devices were initialized: the child shares nothing with the parent's
+// simulated devices and may not start its own (torch_npu's "bad fork").
+class ForkedProcessError : public std::runtime_error {
+ public:
+  ForkedProcessError();
+};
+
 // Thrown for a malformed configuration value (an environment variable such as
 // PYTORCH_NPU_ALLOC_CONF or ASCEND_GLOBAL_LOG_LEVEL). what() names the variable
 // or key and says what is accepted.

@@ -1,5 +1,7 @@
 #include "runtime/HostAllocator.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -39,7 +41,15 @@ HostAllocator::~HostAllocator() {
 }
 
 HostAllocator& HostAllocator::instance() {
-  static HostAllocator* allocator = new HostAllocator(AllocatorConfig::fromEnvironment());
+  static HostAllocator* allocator = [] {
+    auto* created = new HostAllocator(AllocatorConfig::fromEnvironment());
+    // Held across fork() so that a child never inherits it locked by a thread
+    // it does not have; pinned host memory stays valid in the child.
+    ::pthread_atfork([] { HostAllocator::instance().mutex_.lock(); },
+                     [] { HostAllocator::instance().mutex_.unlock(); },
+                     [] { HostAllocator::instance().mutex_.unlock(); });
+    return created;
+  }();
   return *allocator;
 }
 

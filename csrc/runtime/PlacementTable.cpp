@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/ConfigFile.h"
 #include "runtime/EnvironmentVariables.h"
 #include "runtime/Error.h"
 
@@ -27,7 +28,7 @@ std::vector<std::string_view> splitTabs(std::string_view line) {
 }
 
 [[noreturn]] void fail(std::string_view origin, int line, const std::string& what) {
-  throw ConfigError("placement file " + std::string(origin) + " line " + std::to_string(line) + ": " + what);
+  throw ConfigError("placement file " + printableText(origin, 4096) + " line " + std::to_string(line) + ": " + what);
 }
 
 template <typename Visitor>
@@ -73,12 +74,29 @@ DtypeMask parseDtypeList(std::string_view list, std::string_view origin, int lin
   return mask;
 }
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read placement file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+std::string readFile(const std::string& path) { return readConfigFile(path, "placement file"); }
+
+// "aten::<name>" or "aten::<name>.<overload>" or "aten::<name>.*", with C
+// identifiers: what a line's first field must look like.
+bool wellFormedOperatorName(std::string_view name) {
+  if (name.starts_with("aten::")) {
+    name.remove_prefix(6);
+  } else if (name.starts_with("npu::")) {
+    name.remove_prefix(5);
+  } else {
+    return false;
+  }
+  const auto identifier = [](std::string_view part) {
+    if (part.empty() || (part.front() >= '0' && part.front() <= '9')) return false;
+    for (const char c : part) {
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    }
+    return true;
+  };
+  const auto dot = name.find('.');
+  if (dot == std::string_view::npos) return identifier(name);
+  const std::string_view overload = name.substr(dot + 1);
+  return identifier(name.substr(0, dot)) && (overload == "*" || identifier(overload));
 }
 
 void mergeInto(OperatorRules& target, const OperatorRules& source) {
@@ -121,6 +139,13 @@ void PlacementTable::addRules(std::string_view text, std::string_view origin, bo
     if (f[0].rfind("aten::", 0) != 0 && f[0].rfind("npu::", 0) != 0) {
       fail(origin, line, "operator must start with aten:: or npu::");
     }
+    if (!wellFormedOperatorName(f[0])) {
+      fail(origin, line,
+           "operator \"" + printableText(f[0]) +
+               "\" is not of the form <namespace>::<name>, <namespace>::<name>.<overload> or <namespace>::<name>.* "
+               "(namespace aten or npu)");
+    }
+    if (overrides) overrideLines_.push_back(OverrideLine{std::string(f[0]), std::string(origin), line});
     PlacementRule rule;
     rule.placement = parsePlacement(f[1], origin, line);
     if (f[2] == "-") {

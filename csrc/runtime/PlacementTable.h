@@ -80,6 +80,15 @@ class PlacementTable {
   const std::string& releaseLine() const noexcept { return releaseLine_; }
   size_t ruleCount() const noexcept;
 
+  // Where each override rule came from, so that the backend, which knows the
+  // registered operators, can refuse one naming an operator that does not exist.
+  struct OverrideLine {
+    std::string operatorName;  // "aten::name.overload" or "aten::name.*"
+    std::string origin;
+    int line;
+  };
+  const std::vector<OverrideLine>& overrideLines() const noexcept { return overrideLines_; }
+
   // The table of the release line NPUSIM_TORCH_NPU_VERSION (default "2.13")
   // from `dataDirectory`/placement, plus NPUSIM_PLACEMENT_OVERRIDES. Throws
   // ConfigError for an unknown line (naming the available ones) or a bad file.
@@ -93,6 +102,7 @@ class PlacementTable {
   std::map<std::string, Entry, std::less<>> entries_;
   DtypeRules dtypeRules_;
   std::string releaseLine_;
+  std::vector<OverrideLine> overrideLines_;
 };
 
 }  // namespace npusim::runtime

@@ -1,5 +1,6 @@
 #include "runtime/Runtime.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "runtime/ConfigFile.h"
 #include "runtime/EnvironmentVariables.h"
 #include "runtime/Error.h"
 #include "runtime/Plog.h"
@@ -17,6 +19,7 @@ namespace {
 
 thread_local int tlsCurrentDevice = 0;
 std::atomic<Runtime*> startedRuntime{nullptr};
+std::atomic<bool> forkedChild{false};
 
 // Tells the caching allocator when cross-stream uses of a block have finished
 // on the simulated timeline: a marker is the stream's clock when the use was
@@ -90,9 +93,10 @@ uint64_t parseByteSize(const std::string& text, const char* variable) {
     end = nullptr;
   }
   if (end == nullptr || end == text.c_str() || !std::isfinite(number) || number <= 0 || number * scale >= 0x1p62) {
-    throw ConfigError(std::string(variable) + "=" + text +
+    throw ConfigError(std::string(variable) + "=" + printableText(text) +
                       " is invalid: expected a positive size in bytes, optionally with a K, M, G or T suffix");
   }
+
   return static_cast<uint64_t>(number * scale);
 }
 
@@ -159,6 +163,12 @@ Runtime::Runtime()
       deviceTable_(static_cast<size_t>(registry_.deviceCount())) {
   if (auto hbm = environmentValue("NPUSIM_HBM_SIZE"); hbm && !hbm->empty()) {
     capacity_ = parseByteSize(*hbm, "NPUSIM_HBM_SIZE");
+    // A fraction of a byte (0.5) or a few bytes would make every allocation fail.
+    constexpr uint64_t kMinimumHbm = uint64_t{1} << 20;
+    if (capacity_ < kMinimumHbm) {
+      throw ConfigError("NPUSIM_HBM_SIZE=" + printableText(*hbm) + " is invalid: the size must be at least 1M (" +
+                        std::to_string(kMinimumHbm) + " bytes)");
+    }
   }
   for (auto& slot : deviceTable_) slot.store(nullptr, std::memory_order_relaxed);
   // A malformed ASCEND_GLOBAL_LOG_LEVEL / ASCEND_SLOG_PRINT_TO_STDOUT is an
@@ -166,6 +176,41 @@ Runtime::Runtime()
   Plog::instance().validateConfiguration();
   // ASCEND_LAUNCH_BLOCKING=1 makes every launch synchronous: no task queue.
   if (launchBlocking_) taskQueueLevel_ = 0;
+  lockedForFork_.reserve(devices_.size());
+  // Registered after the plog's handlers (validateConfiguration created the
+  // plog writer), so prepare runs first here and the plog lock, which the
+  // runtime takes inside its own locks, is taken after them.
+  ::pthread_atfork([] { Runtime::instance().forkPrepare(); }, [] { Runtime::instance().forkParent(); },
+                   [] { Runtime::instance().forkChild(); });
+}
+
+void Runtime::forkPrepare() {
+  initMutex_.lock();
+  lockedForFork_.clear();
+  for (auto& d : devices_) {
+    if (d) lockedForFork_.push_back(d.get());
+  }
+  for (Device* d : lockedForFork_) d->allocator.lockForFork();
+  for (Device* d : lockedForFork_) d->timeline.lockForFork();
+  for (Device* d : lockedForFork_) d->memory.lockForFork();
+}
+
+void Runtime::unlockAfterFork() {
+  for (Device* d : lockedForFork_) d->memory.unlockAfterFork();
+  for (Device* d : lockedForFork_) d->timeline.unlockAfterFork();
+  for (Device* d : lockedForFork_) d->allocator.unlockAfterFork();
+  initMutex_.unlock();
+}
+
+bool Runtime::inForkedChild() noexcept { return forkedChild.load(std::memory_order_relaxed); }
+
+void Runtime::forkParent() { unlockAfterFork(); }
+
+void Runtime::forkChild() {
+  // A child of a process that never initialized a device may use devices of
+  // its own (as a CUDA child may); otherwise it is a bad fork.
+  if (!lockedForFork_.empty()) forkedChild.store(true, std::memory_order_relaxed);
+  unlockAfterFork();
 }
 
 int Runtime::currentDevice() noexcept { return tlsCurrentDevice; }
@@ -179,6 +224,7 @@ void Runtime::setDevice(int index) {
 void Runtime::setDeviceUnchecked(int index) noexcept { tlsCurrentDevice = index; }
 
 Runtime::Device& Runtime::device(int index) {
+  checkNotForkedChild();
   if (index >= 0 && index < static_cast<int>(deviceTable_.size())) {
     if (Device* ready = deviceTable_[static_cast<size_t>(index)].load(std::memory_order_acquire)) return *ready;
   }

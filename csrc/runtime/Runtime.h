@@ -19,6 +19,7 @@
 #include "runtime/CachingAllocator.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/DeviceRegistry.h"
+#include "runtime/Error.h"
 #include "runtime/Timeline.h"
 
 namespace npusim::runtime {
@@ -82,6 +83,16 @@ class Runtime {
   void resetDevice(int device);
   bool isDeviceInitialized(int device) const noexcept;
 
+  // True in a child forked from this process after a device was initialized
+  // (torch_npu's "bad fork"): every device entry point then throws
+  // ForkedProcessError; frees of the parent's memory are ignored.
+  // Static: asking never creates the runtime.
+  static bool inForkedChild() noexcept;
+  // Throws ForkedProcessError in such a child.
+  static void checkNotForkedChild() {
+    if (inForkedChild()) throw ForkedProcessError();
+  }
+
   // Per-device resources; initialize the device on first use.
   CachingAllocator& allocator(int device);
   DeviceTimeline& timeline(int device);
@@ -103,6 +114,13 @@ class Runtime {
   Runtime();
   struct Device;
   Device& device(int index);
+  // pthread_atfork handlers: every runtime lock is held across fork(), in the
+  // order the runtime nests them (init, allocators, timelines, memories), so
+  // that a child never inherits a lock held by another thread of the parent.
+  void forkPrepare();
+  void forkParent();
+  void forkChild();
+  void unlockAfterFork();
 
   // Resolves the allocator settings from the environment if not yet done.
   // Caller holds configMutex_.
@@ -122,6 +140,7 @@ class Runtime {
   std::vector<std::atomic<Device*>> deviceTable_;  // lock-free lookup of initialized devices
   std::atomic<int64_t> nextPublishMs_{0};
   std::atomic<bool> overcommit_{false};
+  std::vector<Device*> lockedForFork_;  // the devices forkPrepare locked
 };
 
 // Parses a byte size such as "68719476736", "64G", "512M" or "1.5T" (binary

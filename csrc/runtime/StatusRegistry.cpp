@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 
 #include "runtime/Error.h"
@@ -193,6 +194,58 @@ std::optional<DeviceUsage> parseDeviceLine(std::string_view line) {
   return DeviceUsage{*device, *memory, *reserved, *busy, simulated};
 }
 
+// Removing the status file when SIGINT or SIGTERM ends the process: the
+// handler may only make async-signal-safe calls, so the path is kept ready in
+// a static buffer, written by the publisher under its mutex while `ready` is 0.
+char signalRemovalPath[4096];
+volatile sig_atomic_t signalRemovalReady = 0;
+volatile sig_atomic_t signalRemovalPid = 0;
+struct sigaction previousActions[2];  // SIGINT, SIGTERM
+bool signalHandlersInstalled = false;
+
+void removeStatusOnSignal(int signal, siginfo_t* info, void* context) {
+  const int savedErrno = errno;
+  if (signalRemovalReady && signalRemovalPid == ::getpid()) ::unlink(signalRemovalPath);
+  errno = savedErrno;
+  // Chain to what was there before: Python's SIGINT handler (KeyboardInterrupt;
+  // the process may go on and publishes its file again), or the default action.
+  const struct sigaction& previous = previousActions[signal == SIGINT ? 0 : 1];
+  if ((previous.sa_flags & SA_SIGINFO) != 0) {
+    if (previous.sa_sigaction != nullptr) previous.sa_sigaction(signal, info, context);
+    return;
+  }
+  if (previous.sa_handler == SIG_IGN) return;
+  if (previous.sa_handler == SIG_DFL) {
+    // Die of the same signal: it is blocked while this handler runs and
+    // delivered, with the default action, when it returns.
+    ::signal(signal, SIG_DFL);
+    ::raise(signal);
+    return;
+  }
+  previous.sa_handler(signal);
+}
+
+void installSignalRemoval() {
+  if (signalHandlersInstalled) return;
+  signalHandlersInstalled = true;
+  const int signals[2] = {SIGINT, SIGTERM};
+  for (int i = 0; i < 2; ++i) {
+    struct sigaction action {};
+    action.sa_sigaction = &removeStatusOnSignal;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (::sigaction(signals[i], &action, &previousActions[i]) != 0) previousActions[i] = {};
+  }
+}
+
+void setSignalRemovalPath(const std::string& path, int pid) {
+  signalRemovalReady = 0;
+  if (path.size() >= sizeof signalRemovalPath) return;
+  std::memcpy(signalRemovalPath, path.c_str(), path.size() + 1);
+  signalRemovalPid = pid;
+  signalRemovalReady = 1;
+}
+
 uint64_t unixMillisecondsNow() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -365,6 +418,9 @@ std::vector<ProcessStatus> readLiveStatuses(const std::string& directory) {
       continue;
     }
     if (!processIsAlive(pid, parsed->processStartTicks)) {
+      // The file of a process that died without removing it (SIGKILL, a
+      // crash): reaped here, so that the directory does not fill up.
+      ::unlinkat(directoryFd.get(), name.c_str(), 0);
       continue;
     }
     statuses.push_back(std::move(parsed->status));
@@ -457,6 +513,8 @@ bool StatusPublisher::writeLocked(ProcessStatus status) {
   warned_ = false;  // warn again if writing fails after this success
   publishedPid_ = pid;
   publishedDirectory_ = std::move(directory);
+  setSignalRemovalPath(publishedDirectory_ + "/" + std::to_string(pid) + std::string(kStatusSuffix), pid);
+  installSignalRemoval();
   if (!exitHandlerRegistered_) {
     exitHandlerRegistered_ = true;
     std::atexit([] { StatusPublisher::instance().withdraw(); });
@@ -473,6 +531,7 @@ void StatusPublisher::withdraw() noexcept {
     return;  // nothing written by this process (a forked child keeps its parent's record)
   }
   publishedPid_ = -1;
+  signalRemovalReady = 0;
   try {
     FileDescriptor directoryFd(openExistingPrivateDirectory(publishedDirectory_));
     if (directoryFd.valid()) {

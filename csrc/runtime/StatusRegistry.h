@@ -12,8 +12,10 @@
 //   One file per process, named "<pid>.status", replaced atomically (a reader
 //   sees the old or the new file, never a mix) and removed at normal exit.
 //   Temporary files of the atomic replace start with '.', and are not status
-//   files. A process killed by a signal leaves its file behind; readers skip
-//   it because its pid is gone (or reused).
+//   files. SIGINT and SIGTERM remove the file too (the publisher's handlers
+//   chain to the previous ones, so Python's KeyboardInterrupt is kept). A
+//   process killed otherwise (SIGKILL, a crash) leaves its file behind;
+//   readLiveStatuses skips it because its pid is gone (or reused) and removes it.
 //
 // Format 1 (ASCII text, '\n' after every line, the last one included)
 //   # npusim live status; format described in csrc/runtime/StatusRegistry.h
@@ -95,7 +97,8 @@ std::optional<uint64_t> processStartTicks(int pid);
 // without failing: files whose process is gone (kill(pid, 0) fails with ESRCH
 // or EPERM, the process is a zombie, or its start time differs from the
 // recorded one), malformed files, files whose pid differs from their name,
-// symbolic links, non-regular files and files owned by another user. A missing
+// symbolic links, non-regular files and files owned by another user; the file
+// of a process that is gone is also removed (reaped). A missing
 // directory gives an empty list; a directory that fails the private-directory
 // checks (a link, another owner, group/other writable) raises
 // RuntimeError(kRtNoPermission).

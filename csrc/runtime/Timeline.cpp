@@ -169,4 +169,7 @@ double elapsedTimeMs(const Event& start, const Event& end) {
   return delta / 1e6;
 }
 
+void DeviceTimeline::lockForFork() { mutex_.lock(); }
+void DeviceTimeline::unlockAfterFork() { mutex_.unlock(); }
+
 }  // namespace npusim::runtime

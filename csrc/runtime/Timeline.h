@@ -53,6 +53,10 @@ struct StreamStats {
 
 class DeviceTimeline {
  public:
+  // fork() support (Runtime's pthread_atfork handlers): held across fork so
+  // that the child never inherits the lock held by a thread it does not have.
+  void lockForFork();
+  void unlockAfterFork();
   static constexpr int kDefaultStreamsPerPool = 32;
   static constexpr int kNormalPriority = 0;
   static constexpr int kHighPriority = -1;

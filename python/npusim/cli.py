@@ -27,6 +27,16 @@ from typing import Sequence
 __all__ = ["main", "build_parser"]
 
 
+def _positive_steps(text: str) -> int:
+    try:
+        steps = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--steps expects a whole number of training steps, got {text!r}") from None
+    if steps <= 0:
+        raise argparse.ArgumentTypeError(f"--steps must be at least 1, got {steps}")
+    return steps
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="npusim",
@@ -43,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-summary", action="store_true", help="do not print the summary")
     run.add_argument(
-        "--steps", type=int, default=None, metavar="N", help="the program runs N training steps: report time per step"
+        "--steps", type=_positive_steps, default=None, metavar="N", help="the program runs N training steps: report time per step"
     )
     run.add_argument(
         "--from-cuda",

@@ -239,7 +239,12 @@ py::dict placementReportDict() {
 }  // namespace
 }  // namespace npusim::backend
 
+namespace npusim::backend {
+void registerRobustnessBindings(py::module& m);  // RobustnessBindings.cpp
+}
+
 PYBIND11_MODULE(_C, m) {
+  npusim::backend::registerRobustnessBindings(m);
   using namespace npusim::backend;
   using npusim::runtime::Runtime;
   m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";

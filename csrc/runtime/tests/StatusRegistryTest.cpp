@@ -330,11 +330,12 @@ TEST_F(StatusRegistryTest, DeadProcessIsIgnored) {
   ASSERT_EQ(info.si_status, 0);
   ASSERT_TRUE(exists(childFile));
   EXPECT_TRUE(readLiveStatuses(directory_).empty());
+  // The reader removed the dead process's file.
+  EXPECT_FALSE(exists(childFile));
 
   // Reaped: kill(pid, 0) fails with ESRCH.
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(exists(childFile));
   EXPECT_TRUE(readLiveStatuses(directory_).empty());
 
   // A live process next to it is still listed.
@@ -556,6 +557,41 @@ TEST_F(StatusConcurrency, WithdrawRacesWithPublish) {
   publisher.join();
   StatusPublisher::instance().withdraw();
   EXPECT_FALSE(exists(ownFile()));
+}
+
+
+TEST_F(StatusRegistryTest, SigtermRemovesTheFileAndStillTerminates) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!StatusPublisher::instance().publish(sampleStatus(), true)) ::_exit(1);
+    ::raise(SIGTERM);
+    ::_exit(2);  // not reached: the default action of SIGTERM ends the child
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_FALSE(exists(directory_ + "/" + std::to_string(child) + ".status"));
+}
+
+TEST_F(StatusRegistryTest, SigintChainsToThePreviousHandler) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    static volatile sig_atomic_t previousRan = 0;
+    // Installed before the publisher's handler, as Python's is.
+    ::signal(SIGINT, [](int) { previousRan = 1; });
+    // A fresh child process: the publisher installs its handlers on its first write.
+    if (!StatusPublisher::instance().publish(sampleStatus(), true)) ::_exit(1);
+    ::raise(SIGINT);
+    ::_exit(previousRan ? 0 : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(exists(directory_ + "/" + std::to_string(child) + ".status"));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 
 from npusim.npu import amp, utils  # noqa: F401  (torch.npu.amp, torch.npu.utils)
+from npusim.npu import _shutdown  # noqa: F401  (drains the autograd workers at exit)
 from npusim.npu.amp import autocast_utils as _autocast_utils
 from npusim.npu.amp.autocast_utils import *  # noqa: F401,F403
 from npusim.npu.amp.inf_nan_mode import clear_npu_overflow_flag, get_npu_overflow_flag  # noqa: F401

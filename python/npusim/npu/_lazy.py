@@ -30,7 +30,7 @@ class DeferredNpuCallError(Exception):
 
 
 def _is_in_bad_fork() -> bool:
-    return bool(_C._is_in_bad_fork())
+    return bool(_C._is_in_bad_fork()) or bool(_C._runtime_in_forked_child())
 
 
 def is_initialized() -> bool:
@@ -85,16 +85,24 @@ def _lazy_init() -> None:
         # Queued calls may call _lazy_init() again; let this thread through, nobody else.
         _tls.is_initializing = True
         try:
-            for queued_call, orig_traceback in _queued_calls:
+            # Each queued call runs once: a failing one (a bad set_rng_state argument) is
+            # reported here and dropped, so that it does not fail every later NPU call.
+            calls = list(_queued_calls)
+            _queued_calls.clear()
+            failure = None
+            for queued_call, orig_traceback in calls:
                 try:
                     queued_call()
                 except Exception as e:
-                    msg = (
-                        f"NPU call failed lazily at initialization with error: {str(e)}\n\n"
-                        f"NPU call was originally invoked at:\n\n{''.join(orig_traceback)}"
-                    )
-                    raise DeferredNpuCallError(msg + pta_error(ErrCode.INTERNAL)) from e
-            _queued_calls.clear()
+                    if failure is None:
+                        msg = (
+                            f"NPU call failed lazily at initialization with error: {str(e)}\n\n"
+                            f"NPU call was originally invoked at:\n\n{''.join(orig_traceback)}"
+                        )
+                        failure = (DeferredNpuCallError(msg + pta_error(ErrCode.INTERNAL)), e)
+            if failure is not None:
+                _initialized = True
+                raise failure[0] from failure[1]
         finally:
             delattr(_tls, "is_initializing")
         _initialized = True

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import torch
 
 from npusim import _C
+from npusim._error_code import ErrCode, pta_error
 from npusim.npu._lazy import _lazy_call, _lazy_init
 from npusim.npu.devices import current_device, device_count
 
@@ -66,6 +67,13 @@ def set_rng_state(new_state: torch.Tensor, device: int | str | torch.device = "n
         device (torch.device, str or int, optional): the device; default ``'npu'``, the current
             device.
     """
+    # Checked now, not when the queued call runs at initialization.
+    if not isinstance(new_state, torch.Tensor) or new_state.dtype != torch.uint8:
+        raise TypeError(
+            f"set_rng_state expects a torch.ByteTensor, got "
+            f"{type(new_state).__name__ if not isinstance(new_state, torch.Tensor) else new_state.dtype}"
+            + pta_error(ErrCode.TYPE)
+        )
     with torch._C._DisableFuncTorch():
         state = new_state.clone(memory_format=torch.contiguous_format)
 

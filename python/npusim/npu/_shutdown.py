@@ -1,0 +1,54 @@
+"""Keep PyTorch's autograd device workers from aborting the interpreter at exit.
+
+By default the backward of npu operators runs on one autograd worker thread per device. A worker
+releases its last reference to a finished graph task after ``backward()`` has returned to the
+caller, and that graph task keeps the Python objects of the thread-local state at ``backward()``
+(the torch function modes, such as the ``with torch.device("npu"):`` that npusim recommends for
+estimate-only runs). When the interpreter is already finalizing, that release cannot take the GIL:
+CPython ends the worker with ``pthread_exit``, whose forced unwind meets a ``noexcept``
+destructor, and the process aborts with "terminate called without an active exception" (about one
+run in thirty of a short estimate-only training step).
+
+Two measures:
+
+- The thread that imports npusim (the main thread, in practice the one that calls ``backward()``)
+  runs its npu backward passes itself, as it does for CPU tensors
+  (``torch.autograd.set_multithreading_enabled(False)`` for that thread). npusim executes every
+  operator synchronously on the host, so a worker thread gains nothing; what changes is only which
+  host thread runs the backward kernels. No worker then holds a graph task of that thread.
+- Backward passes started by other threads still use the workers; at exit (``atexit`` runs while
+  the interpreter is whole) npusim runs one scalar backward on every device whose worker has
+  started, which a worker takes only after it finished its previous task.
+"""
+
+from __future__ import annotations
+
+import atexit
+
+import torch
+
+
+def _run_backward_in_calling_thread() -> None:
+    torch._C._set_multithreading_enabled(False)
+
+
+def _drain_autograd_device_workers() -> None:
+    try:
+        from npusim import _C
+        from npusim.npu._lazy import _is_in_bad_fork
+
+        devices = list(_C._autograd_device_threads())
+        if not devices or _is_in_bad_fork():
+            return
+        with torch.enable_grad():
+            for device in devices:
+                leaf = torch.zeros((), device=torch.device("npu", device), requires_grad=True)
+                (leaf * 1.0).backward()
+    except Exception:
+        # A process that cannot run the barrier (a broken configuration, a device error) exits
+        # as before; the barrier only prevents an abort, it must not cause one.
+        pass
+
+
+_run_backward_in_calling_thread()
+atexit.register(_drain_autograd_device_workers)
