@@ -9,10 +9,13 @@
 #include <string>
 
 #include "runtime/Error.h"
+#include "runtime/HostMemory.h"
 
 namespace npusim::runtime {
 
 namespace {
+
+constexpr size_t kHostCheckBytes = size_t{64} << 20;
 
 std::string hexPointer(const void* ptr) {
   char text[32];
@@ -38,6 +41,21 @@ void* DeviceMemory::allocate(size_t bytes) {
     if (!overcommit() && (bytes > capacity_ || current > capacity_ - bytes)) return nullptr;
   } while (!used_.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
 
+  // Real data (not estimate-only): a block the host cannot back would end
+  // with the kernel's OOM killer when written. Checked for large blocks only,
+  // where it matters and where reading /proc costs nothing in comparison.
+  if (!overcommit() && bytes >= kHostCheckBytes) {
+    const HostMemoryLimit host = hostMemoryLimit();
+    if (bytes > host.availableBytes) {
+      used_.fetch_sub(bytes, std::memory_order_relaxed);
+      throw RuntimeError(ErrorCode::kRtMemoryAllocation, "aclrtMalloc",
+                         "simulated device " + std::to_string(device_) + " memory is host memory, and the host cannot give " +
+                             std::to_string(bytes) + " bytes (" + describeHostMemoryLimit(host) +
+                             "; device capacity " + std::to_string(capacity_) +
+                             " bytes). Set NPUSIM_HBM_SIZE below the host's memory, or run in estimate-only mode "
+                             "(npusim.estimate()), which needs no host memory for device data.");
+    }
+  }
   void* ptr = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (ptr == MAP_FAILED) {
     int error = errno;

@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from conftest import child_environment
+from robustness_support import child_environment
 
 PROGRAM = r"""
 import torch, npusim

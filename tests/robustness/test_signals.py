@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import child_environment
+from robustness_support import child_environment
 
 PROGRAM = r"""
 import sys, time, torch, npusim

@@ -10,7 +10,7 @@ import torch
 
 import npusim  # noqa: F401
 
-from conftest import child_environment
+from robustness_support import child_environment
 
 OVERLAP = "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory location"
 

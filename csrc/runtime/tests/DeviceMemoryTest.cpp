@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/DeviceMemory.h"
+#include "runtime/HostMemory.h"
 #include "runtime/Error.h"
 
 using namespace npusim::runtime;
@@ -48,8 +49,21 @@ TEST(DeviceMemoryTest, ReturnsNullWhenCapacityWouldBeExceeded) {
 }
 
 TEST(DeviceMemoryTest, LargeSimulatedHbmCommitsOnlyTouchedPages) {
-  // 48 GiB of HBM on a host that may have less: only the touched pages count.
+  // 48 GiB of HBM: only the touched pages count, but a block the host could
+  // not back if it were written is refused (kernel OOM kill otherwise).
   DeviceMemory memory(0, 64 * kGiB);
+  if (hostMemoryLimit().availableBytes < 48 * kGiB) {
+    try {
+      memory.allocate(48 * kGiB);
+      FAIL() << "expected RuntimeError";
+    } catch (const RuntimeError& error) {
+      EXPECT_EQ(error.code(), ErrorCode::kRtMemoryAllocation);
+      EXPECT_NE(error.detail().find("NPUSIM_HBM_SIZE"), std::string::npos);
+    }
+    EXPECT_EQ(memory.used(), 0u);
+    // Estimate-only mode writes nothing: the reservation is allowed.
+    memory.setOvercommit(true);
+  }
   void* ptr = memory.allocate(48 * kGiB);
   ASSERT_NE(ptr, nullptr);
   auto* bytes = static_cast<unsigned char*>(ptr);
