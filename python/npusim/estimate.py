@@ -31,17 +31,25 @@ __all__ = ["estimate", "is_estimate_only"]
 @contextlib.contextmanager
 def estimate(world_size: int | None = None, ranks_per_server: int | None = None) -> Iterator[None]:
     """Run the block in estimate-only mode (nestable); with ``world_size``, as rank 0 of that many."""
+    import torch
+
     from npusim import _C
 
     _C._enter_estimate_only()
     try:
-        if world_size is None:
-            yield
-        else:
-            from npusim.distributed._estimate import fake_world
-
-            with fake_world(world_size, ranks_per_server):
+        # The block's backward passes run in the calling thread, not on the npu autograd worker:
+        # a worker that releases a finished graph task (which holds the block's torch function
+        # modes, e.g. ``with torch.device("npu")``) while the interpreter finalizes aborts the
+        # process (npusim/npu/_shutdown.py). Only inside the block: turned off for the whole
+        # thread it made CPU DDP programs over Gloo abort at exit instead.
+        with torch.autograd.set_multithreading_enabled(False):
+            if world_size is None:
                 yield
+            else:
+                from npusim.distributed._estimate import fake_world
+
+                with fake_world(world_size, ranks_per_server):
+                    yield
     finally:
         _C._exit_estimate_only()
 

@@ -135,7 +135,8 @@ def numeric_grad(fn, x, eps=1e-3):
 def run_python(code: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter with this checkout's npusim first on the path."""
     environment = dict(os.environ)
-    environment["PYTHONPATH"] = str(PYTHON_SOURCE) + os.pathsep + environment.get("PYTHONPATH", "")
+    if any((PYTHON_SOURCE / "npusim").glob("_C*.so")):  # the checkout's build, else the installed npusim
+        environment["PYTHONPATH"] = str(PYTHON_SOURCE) + os.pathsep + environment.get("PYTHONPATH", "")
     environment.update(env or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=environment, capture_output=True,
                           text=True, timeout=timeout)

@@ -29,8 +29,10 @@ def run_python(
     With ``script``, the code is written there and run as a file (multiprocessing's spawn start
     method needs a main module it can import again)."""
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
-    paths = [str(PYTHON_SOURCE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
+    # The checkout's npusim when its extension is built there, else the installed one.
+    if any((PYTHON_SOURCE / "npusim").glob("_C*.so")):
+        paths = [str(PYTHON_SOURCE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+        env["PYTHONPATH"] = os.pathsep.join(paths)
     env.update(extra_env or {})
     if script is not None:
         script.write_text(textwrap.dedent(code))

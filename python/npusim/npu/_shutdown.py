@@ -11,11 +11,10 @@ run in thirty of a short estimate-only training step).
 
 Two measures:
 
-- The thread that imports npusim (the main thread, in practice the one that calls ``backward()``)
-  runs its npu backward passes itself, as it does for CPU tensors
-  (``torch.autograd.set_multithreading_enabled(False)`` for that thread). npusim executes every
-  operator synchronously on the host, so a worker thread gains nothing; what changes is only which
-  host thread runs the backward kernels. No worker then holds a graph task of that thread.
+- Inside ``npusim.estimate()`` backward passes run in the calling thread
+  (``torch.autograd.set_multithreading_enabled(False)`` for the block, see ``estimate.py``).
+  Turning that off for the whole importing thread stopped these aborts but made CPU programs that
+  train with DDP over Gloo abort at exit in about one run in three, so it is limited to the block.
 - Backward passes started by other threads still use the workers; at exit (``atexit`` runs while
   the interpreter is whole) npusim runs one scalar backward on every device whose worker has
   started, which a worker takes only after it finished its previous task.
@@ -26,10 +25,6 @@ from __future__ import annotations
 import atexit
 
 import torch
-
-
-def _run_backward_in_calling_thread() -> None:
-    torch._C._set_multithreading_enabled(False)
 
 
 def _drain_autograd_device_workers() -> None:
@@ -50,5 +45,4 @@ def _drain_autograd_device_workers() -> None:
         pass
 
 
-_run_backward_in_calling_thread()
 atexit.register(_drain_autograd_device_workers)
