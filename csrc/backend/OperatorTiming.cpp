@@ -21,22 +21,6 @@ const perf::CostModel& costModel() {
   return model;
 }
 
-perf::DType perfDtype(c10::ScalarType type) noexcept {
-  switch (type) {
-    case c10::ScalarType::Float: return perf::DType::kFloat32;
-    case c10::ScalarType::Half: return perf::DType::kFloat16;
-    case c10::ScalarType::BFloat16: return perf::DType::kBFloat16;
-    case c10::ScalarType::Double: return perf::DType::kFloat64;
-    case c10::ScalarType::Char: return perf::DType::kInt8;
-    case c10::ScalarType::Byte: return perf::DType::kUInt8;
-    case c10::ScalarType::Short: return perf::DType::kInt16;
-    case c10::ScalarType::Int: return perf::DType::kInt32;
-    case c10::ScalarType::Long: return perf::DType::kInt64;
-    case c10::ScalarType::Bool: return perf::DType::kBool;
-    case c10::ScalarType::ComplexFloat: return perf::DType::kComplex64;
-    default: return perf::DType::kOther;
-  }
-}
 
 perf::Placement perfPlacement(runtime::Placement placement) noexcept {
   switch (placement) {
@@ -87,6 +71,23 @@ void report(DeviceActivityKind kind, int device, runtime::StreamId stream, runti
 }
 
 }  // namespace
+
+perf::DType perfDtype(c10::ScalarType type) noexcept {
+  switch (type) {
+    case c10::ScalarType::Float: return perf::DType::kFloat32;
+    case c10::ScalarType::Half: return perf::DType::kFloat16;
+    case c10::ScalarType::BFloat16: return perf::DType::kBFloat16;
+    case c10::ScalarType::Double: return perf::DType::kFloat64;
+    case c10::ScalarType::Char: return perf::DType::kInt8;
+    case c10::ScalarType::Byte: return perf::DType::kUInt8;
+    case c10::ScalarType::Short: return perf::DType::kInt16;
+    case c10::ScalarType::Int: return perf::DType::kInt32;
+    case c10::ScalarType::Long: return perf::DType::kInt64;
+    case c10::ScalarType::Bool: return perf::DType::kBool;
+    case c10::ScalarType::ComplexFloat: return perf::DType::kComplex64;
+    default: return perf::DType::kOther;
+  }
+}
 
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept {
   if (!tensor.defined()) return perf::TensorDesc::undefined();

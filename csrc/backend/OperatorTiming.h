@@ -25,6 +25,8 @@ namespace npusim::backend {
 
 // A description of `tensor` for the cost model, pointing into its metadata
 // (valid while the tensor lives).
+// The cost model's dtype of a tensor element type (kOther for types it does not price).
+perf::DType perfDtype(c10::ScalarType type) noexcept;
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept;
 
 // One operator call on the current stream of `device`; returns its modelled

@@ -329,14 +329,18 @@ Options optionsOf(double scale, double keepProb, int64_t pre, int64_t next, int6
   return o;
 }
 
-ForwardResult fusionAttentionImpl(const Tensor& query, const Tensor& key, const Tensor& value, int64_t headNum,
+// One kernel for both dispatch keys: OnDevice computes on device memory, else
+// (Meta) only the output shapes.
+template <bool OnDevice>
+ForwardResult fusionAttention(const Tensor& query, const Tensor& key, const Tensor& value, int64_t headNum,
                                   c10::string_view inputLayout, const OptionalTensor& pse,
                                   const OptionalTensor& paddingMask, const OptionalTensor& attenMask, double scale,
                                   double keepProb, int64_t preTokens, int64_t nextTokens, int64_t innerPrecise,
                                   at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef actualSeqQ,
                                   at::OptionalIntArrayRef actualSeqKv, int64_t sparseMode, bool genMaskParallel,
                                   bool sync, c10::string_view softmaxLayout, const OptionalTensor& sink,
-                                  const OptionalTensor& dropoutMask, int64_t seed, int64_t offset, bool onDevice) {
+                                  const OptionalTensor& dropoutMask, int64_t seed, int64_t offset) {
+  constexpr bool onDevice = OnDevice;
   const Geometry g = geometryOf(query, key, value, headNum, std::string(inputLayout), actualSeqQ, actualSeqKv,
                                 sparseMode, std::string(softmaxLayout));
   checkCommon(keepProb, paddingMask, sink);
@@ -370,32 +374,6 @@ ForwardResult fusionAttentionImpl(const Tensor& query, const Tensor& key, const 
   return {deviceResult(std::get<0>(host), device), deviceResult(std::get<1>(host), device),
           deviceResult(std::get<2>(host), device), deviceResult(std::get<3>(host), device), std::get<4>(host),
           std::get<5>(host), std::get<6>(host)};
-}
-
-ForwardResult fusionAttentionNpu(const Tensor& query, const Tensor& key, const Tensor& value, int64_t headNum,
-                                 c10::string_view inputLayout, const OptionalTensor& pse,
-                                 const OptionalTensor& paddingMask, const OptionalTensor& attenMask, double scale,
-                                 double keepProb, int64_t preTokens, int64_t nextTokens, int64_t innerPrecise,
-                                 at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef actualSeqQ,
-                                 at::OptionalIntArrayRef actualSeqKv, int64_t sparseMode, bool genMaskParallel,
-                                 bool sync, c10::string_view softmaxLayout, const OptionalTensor& sink,
-                                 const OptionalTensor& dropoutMask, int64_t seed, int64_t offset) {
-  return fusionAttentionImpl(query, key, value, headNum, inputLayout, pse, paddingMask, attenMask, scale, keepProb,
-                             preTokens, nextTokens, innerPrecise, prefix, actualSeqQ, actualSeqKv, sparseMode,
-                             genMaskParallel, sync, softmaxLayout, sink, dropoutMask, seed, offset, true);
-}
-
-ForwardResult fusionAttentionMeta(const Tensor& query, const Tensor& key, const Tensor& value, int64_t headNum,
-                                  c10::string_view inputLayout, const OptionalTensor& pse,
-                                  const OptionalTensor& paddingMask, const OptionalTensor& attenMask, double scale,
-                                  double keepProb, int64_t preTokens, int64_t nextTokens, int64_t innerPrecise,
-                                  at::OptionalIntArrayRef prefix, at::OptionalIntArrayRef actualSeqQ,
-                                  at::OptionalIntArrayRef actualSeqKv, int64_t sparseMode, bool genMaskParallel,
-                                  bool sync, c10::string_view softmaxLayout, const OptionalTensor& sink,
-                                  const OptionalTensor& dropoutMask, int64_t seed, int64_t offset) {
-  return fusionAttentionImpl(query, key, value, headNum, inputLayout, pse, paddingMask, attenMask, scale, keepProb,
-                             preTokens, nextTokens, innerPrecise, prefix, actualSeqQ, actualSeqKv, sparseMode,
-                             genMaskParallel, sync, softmaxLayout, sink, dropoutMask, seed, offset, false);
 }
 
 // ------------------------------------------------------------------ grad
@@ -673,12 +651,12 @@ ForwardResult fusionAttentionAutograd(const Tensor& query, const Tensor& key, co
 }  // namespace
 
 TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
-  m.impl("npu_fusion_attention", TORCH_FN(fusionAttentionNpu));
+  m.impl("npu_fusion_attention", TORCH_FN(fusionAttention<true>));
   m.impl("npu_fusion_attention_grad", TORCH_FN(fusionAttentionGradNpu));
 }
 
 TORCH_LIBRARY_IMPL(npu, Meta, m) {
-  m.impl("npu_fusion_attention", TORCH_FN(fusionAttentionMeta));
+  m.impl("npu_fusion_attention", TORCH_FN(fusionAttention<false>));
   m.impl("npu_fusion_attention_grad", TORCH_FN(fusionAttentionGradMeta));
 }
 

@@ -106,21 +106,6 @@ double bytesOf(const std::optional<at::Tensor>& tensor) noexcept {
   return tensor.has_value() ? bytesOf(*tensor) : 0.0;
 }
 
-perf::DType perfDtype(c10::ScalarType type) noexcept {
-  switch (type) {
-    case c10::ScalarType::Float: return perf::DType::kFloat32;
-    case c10::ScalarType::Half: return perf::DType::kFloat16;
-    case c10::ScalarType::BFloat16: return perf::DType::kBFloat16;
-    case c10::ScalarType::Double: return perf::DType::kFloat64;
-    case c10::ScalarType::Char: return perf::DType::kInt8;
-    case c10::ScalarType::Byte: return perf::DType::kUInt8;
-    case c10::ScalarType::Short: return perf::DType::kInt16;
-    case c10::ScalarType::Int: return perf::DType::kInt32;
-    case c10::ScalarType::Long: return perf::DType::kInt64;
-    case c10::ScalarType::Bool: return perf::DType::kBool;
-    default: return perf::DType::kOther;
-  }
-}
 
 perf::FusedKernelWork streamingWork(std::initializer_list<const at::Tensor*> inputs,
                                     std::initializer_list<const at::Tensor*> outputs, double elements,

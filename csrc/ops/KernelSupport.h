@@ -12,6 +12,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
+#include "backend/OperatorTiming.h"
 #include "perf/FusedKernelModel.h"
 #include "perf/OperatorKind.h"
 
@@ -47,7 +48,8 @@ void requireDtypeOnChip(const char* op, const at::Tensor& tensor);
 // Work description helpers for the cost model.
 double bytesOf(const at::Tensor& tensor) noexcept;
 double bytesOf(const std::optional<at::Tensor>& tensor) noexcept;
-perf::DType perfDtype(c10::ScalarType type) noexcept;
+// The cost model's dtype: the backend's mapping (backend/OperatorTiming.h).
+using backend::perfDtype;
 // Element-wise fused kernel: reads `inputs`, writes `outputs` once each.
 perf::FusedKernelWork streamingWork(std::initializer_list<const at::Tensor*> inputs,
                                     std::initializer_list<const at::Tensor*> outputs, double elements,

@@ -5,22 +5,12 @@ import pytest
 import torch
 
 import npusim
-
-
-def device_us(work) -> float:
-    torch.npu.synchronize()
-    start = torch.npu.Event(enable_timing=True)
-    end = torch.npu.Event(enable_timing=True)
-    start.record()
-    work()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1e3
+from perf_timing import device_us, estimate_on_npu
 
 
 @pytest.fixture
 def estimate():
-    with npusim.estimate(), torch.device("npu"):
+    with estimate_on_npu():
         yield
 
 

@@ -1,40 +1,18 @@
-// Helpers shared by the tools' tests: temporary trees and files.
+// Helpers shared by the tools' tests: the runtime tests' temporary directory
+// and file reader, plus files and shared libraries written by the tests.
 #pragma once
-
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include "runtime/tests/TestSupport.h"
+
 namespace npusim::tools::testing {
 
-// A fresh directory under /tmp, removed with everything in it.
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    char pattern[] = "/tmp/npusim-tools-test-XXXXXX";
-    const char* created = ::mkdtemp(pattern);
-    if (created == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = created;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& relative) const { return path_ + "/" + relative; }
-
- private:
-  std::string path_;
-};
+using runtime::testing::readFile;
+using runtime::testing::TemporaryDirectory;
 
 // Writes `content` to `path`, creating the parent directories.
 inline void writeFile(const std::string& path, const std::string& content) {
@@ -42,13 +20,6 @@ inline void writeFile(const std::string& path, const std::string& content) {
   std::ofstream stream(path, std::ios::binary);
   stream << content;
   if (!stream) throw std::runtime_error("cannot write " + path);
-}
-
-inline std::string readFile(const std::string& path) {
-  std::ifstream stream(path, std::ios::binary);
-  std::ostringstream content;
-  content << stream.rdbuf();
-  return content.str();
 }
 
 // Runs a shell command; throws when it fails (the test compiler must work).
