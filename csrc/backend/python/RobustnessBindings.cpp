@@ -21,6 +21,10 @@ void registerRobustnessBindings(py::module& m) {
     }
     return devices;
   });
+  m.def("_drain_autograd_device_threads", []() {
+    py::gil_scoped_release noGil;
+    drainAutogradDeviceThreads();
+  });
 }
 
 }  // namespace npusim::backend
