@@ -30,11 +30,13 @@ EXPECTED = ["found True False", "True npu:0 torch_npu True"]
 
 
 def _pip_layout(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
-    """A pip-installed layout: npusim in a plain folder (no torch_npu shim there), the hook and
-    the .pth file in a site-packages that Python reads at start-up (the user site)."""
+    """A pip-installed layout: npusim and npusim_tools (one wheel) in a plain folder (no torch_npu
+    shim there), the hook and the .pth file in a site-packages that Python reads at start-up (the
+    user site)."""
     packages = tmp_path / "packages"
     packages.mkdir()
-    (packages / "npusim").symlink_to(npusim_folder() / "npusim", target_is_directory=True)
+    for package in ("npusim", "npusim_tools"):
+        (packages / package).symlink_to(npusim_folder() / package, target_is_directory=True)
     user_base = tmp_path / "userbase"
     site = user_base / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
     site.mkdir(parents=True)
@@ -143,6 +145,6 @@ def test_collect_env_module():
 
     text = collect_env.get_pretty_env_info()
     assert "Torch-npu version: " + torch.__version__.split("+")[0] + "+npusim" in text
-    assert text.endswith("CANN:\n9.1.0")
+    assert "\nCANN:\n9.1.0\n\nVersions of relevant libraries:\n" in text
     assert "PyTorch version:" in text
     assert collect_env.get_cann_version() == "9.1.0"

@@ -8,16 +8,19 @@ that version; ``DRIVER`` reports the driver version npusim's simulated devices c
 
 from __future__ import annotations
 
-import os
 import re
 
 from npusim._error_code import ErrCode, pta_error
+from npusim_tools import simulated_stack
 
 __all__ = ["CANN_VERSION", "get_cann_version", "get_soc_version", "installed_cann_version"]
 
-CANN_VERSION = "9.1.0"
+# The simulated stack's versions, from the one file that npu-smi, the doctor and collect-env
+# also read (npusim/data/simulated_stack.ini).
+_STACK = simulated_stack()
+CANN_VERSION = _STACK["cann_version"]
 # The driver version of npusim's simulated devices (the one its npu-smi look-alike shows).
-DRIVER_VERSION = "25.5.2"
+DRIVER_VERSION = _STACK["driver_version"]
 
 _COMPONENTS = ("CANN", "RUNTIME", "COMPILER", "HCCL", "TOOLKIT", "OPP", "OPP_KERNEL", "DRIVER")
 
@@ -51,19 +54,9 @@ def installed_cann_version() -> str:
     """The CANN version torch_npu puts in ``torch.version.cann``: the ``version=`` line of the first
     ``ascend_*_install.info`` under ``$ASCEND_HOME_PATH``, ``"not known"`` if there is none; without
     that variable, the CANN version npusim simulates."""
-    home = os.environ.get("ASCEND_HOME_PATH", "")
-    if not home:
-        return CANN_VERSION
-    root = os.path.realpath(home)
-    for folder, _, files in os.walk(root):
-        found = sorted(name for name in files if re.match(r"ascend_.*_install\.info", name))
-        if not found:
-            continue
-        with open(os.path.join(folder, found[0]), encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                if "version" in line:
-                    return line.strip().split("=")[-1]
-    return "not known"
+    from npusim_tools.collect_env import get_cann_version as installed
+
+    return installed()
 
 
 def get_cann_version(module: str = "CANN") -> str:
