@@ -191,7 +191,10 @@ def _cache_key_pass():
     from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
     here = os.path.dirname(os.path.abspath(__file__))
-    files = tuple(os.path.join(here, name) for name in ("inductor_backend.py", "kernel_launch.py", "_native.py"))
+    files = tuple(
+        os.path.join(here, name)
+        for name in ("inductor_backend.py", "inductor_streams.py", "kernel_launch.py", "_native.py")
+    )
 
     class NpusimCodegenVersion(CustomGraphModulePass):
         def __call__(self, graph_module) -> None:
@@ -283,4 +286,7 @@ def register() -> None:
     _schedule_npu_nodes_as_cpu()
     _npu_kernels_use_cpu_backend()
     _apply_fallback_list()
+    from npusim.compile import inductor_streams
+
+    inductor_streams.install()
     _REGISTERED = True
