@@ -87,6 +87,7 @@ def collect(steps: int | None = None) -> RunSummary:
         from npusim.placement import placement_report
 
         summary.placement = placement_report()
+        summary.compile = summary.placement.get("compile", summary.compile)
     except Exception:
         summary.placement = {}
     try:
@@ -141,12 +142,13 @@ def format_summary(summary: RunSummary, program: str, exit_code: int) -> str:
         from npusim.performance import format_performance_report
 
         lines.extend(f"  {line}" for line in format_performance_report(summary.performance, failed=exit_code != 0))
-    if summary.compile:
-        from npusim.compile.report import format_compile_report
-
-        lines.extend(f"  {line}" for line in format_compile_report(summary.compile))
     if summary.placement:
+        # The placement report ends with its compile section.
         from npusim.placement import format_placement_report
 
         lines.extend(f"  {line}" for line in format_placement_report(summary.placement))
+    elif summary.compile:
+        from npusim.compile.report import format_compile_report
+
+        lines.extend(f"  {line}" for line in format_compile_report(summary.compile))
     return "".join(f"[npusim] {line}\n" for line in lines)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import torch
 
-import npusim  # noqa: F401
+import npusim
 from npusim.compile.report import compile_report, format_compile_report, reset_compile_report
+from npusim.placement import format_placement_report
 
 
 def _program(x):
@@ -92,3 +93,38 @@ def _child_environment() -> dict[str, str]:
     if any((source / "npusim").glob("_C*.so")):
         env["PYTHONPATH"] = str(source) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def test_placement_report_has_the_compile_section():
+    """npusim.placement_report() carries the compile report (one implementation with the run
+    summary): compiled functions, graph breaks with line and reason, recompilations with the
+    failed guard, and fused kernels next to the operators that ran one by one."""
+    torch._dynamo.reset()
+    npusim.reset_placement_report()
+
+    def fused(x, w):
+        return ((x @ w).sin() * 2 + 1).relu()
+
+    x, w = torch.randn(8, 16, device="npu"), torch.randn(16, 16, device="npu")
+    torch.testing.assert_close(torch.compile(fused)(x, w).cpu(), fused(x, w).cpu(), atol=1e-4, rtol=1e-4)
+    compiled = torch.compile(_program, backend="eager")
+    for size in (4, 8):
+        compiled(torch.ones(size, device="npu"))
+    report = npusim.placement_report()
+    section = report["compile"]
+    assert {f["function"] for f in section["frames"]} >= {"fused", "_program"}
+    assert section["graph_breaks"] >= 1 and section["recompiles"] >= 1
+    assert section["fused_kernels"] and all(k["launches"] >= 1 for k in section["fused_kernels"].values())
+    # The matrix product of the compiled graph stays an operator of its own (an extern kernel).
+    assert section["eager_operators"]["calls"] >= 1
+    assert report["operators"]["aten::mm"]["ai_core"] >= 1
+    text = "\n".join(format_placement_report(report))
+    filename = inspect.getsourcefile(_program)
+    first_line = _program.__code__.co_firstlineno
+    assert f"graph break: _program at {filename}:{first_line + 2}: Unsupported Tensor.item()" in text
+    assert "guard failed" in text and "size mismatch" in text
+    assert "fused kernels:" in text and "eager operators:" in text
+    # Reading with reset starts a new report, compile records included.
+    npusim.placement_report(reset=True)
+    after = npusim.placement_report()["compile"]
+    assert after["frames"] == [] and after["fused_kernels"] == {}

@@ -115,7 +115,8 @@ def test_a_fused_kernel_is_one_launch_priced_by_its_own_bytes():
     compiled = torch.compile(pointwise)
     _, codes = run_and_get_code(compiled, x)
     # One kernel reading x once (4096 bytes) and writing the result once (4096 bytes).
-    assert "npu_charge_kernel(0, 'cpp_fused_" in codes[0]
+    assert "= npu_kernel_charger(0, 'cpp_fused_" in codes[0]  # bound once per kernel
+    assert "    charge_cpp_fused_" in codes[0]  # called after each launch
     assert "if not npu_estimating(): cpp_fused_" in codes[0]  # estimate-only mode skips the math
     assert ", 4096, 4096, 1024)" in codes[0]
     torch.npu.synchronize()

@@ -14,16 +14,37 @@ import importlib.util
 import sys
 
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
+_DYNAMO_PACKAGE = "torch._dynamo"
+
+
+def _register_device_interface() -> None:
+    from npusim.compile import device_interface
+
+    device_interface.register()
+
+
+def _apply_dynamo_rules() -> None:
+    from npusim.compile import dynamo_rules
+
+    dynamo_rules.apply()
+
+
+# What runs right after a module of Dynamo executes: the device interface as soon as Dynamo's
+# registry exists (Dynamo's own start-up may ask it), the tracing rules of torch.npu once the
+# whole torch._dynamo package (its rule tables and variable trackers) has loaded.
+_AFTER_IMPORT = {_DEVICE_INTERFACE_MODULE: _register_device_interface, _DYNAMO_PACKAGE: _apply_dynamo_rules}
 
 
 class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Runs the npu registration right after ``torch._dynamo.device_interface`` executes."""
+    """Runs the npu registrations right after the modules of ``_AFTER_IMPORT`` execute."""
 
-    def __init__(self) -> None:
+    def __init__(self, pending: set[str]) -> None:
         self._resolving = False
+        self._wrapped: dict[str, importlib.abc.Loader] = {}
+        self._pending = pending
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != _DEVICE_INTERFACE_MODULE or self._resolving:
+        if fullname not in self._pending or self._resolving:
             return None
         self._resolving = True
         try:
@@ -32,32 +53,34 @@ class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             self._resolving = False
         if spec is None or spec.loader is None:
             return None
-        self._wrapped = spec.loader
+        self._wrapped[fullname] = spec.loader
         spec.loader = self
         return spec
 
     def create_module(self, spec):
-        return self._wrapped.create_module(spec)
+        return self._wrapped[spec.name].create_module(spec)
 
     def exec_module(self, module):
-        self._wrapped.exec_module(module)
-        sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
-        from npusim.compile import device_interface
-
-        device_interface.register()
+        name = module.__spec__.name
+        self._wrapped.pop(name).exec_module(module)
+        self._pending.discard(name)
+        if not self._pending:
+            sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
+        _AFTER_IMPORT[name]()
 
 
 def install() -> None:
-    """Arrange the Dynamo registration (now if Dynamo is loaded, else when it loads), and
-    serve ``torchair`` where no real one is installed."""
+    """Arrange the Dynamo registrations (now for what Dynamo has loaded, else when it loads),
+    and serve ``torchair`` where no real one is installed."""
     install_torchair()
     if _DEVICE_INTERFACE_MODULE in sys.modules:
-        from npusim.compile import device_interface
-
-        device_interface.register()
-        return
-    if not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterAfterImport())
+        _register_device_interface()
+    dynamo = sys.modules.get(_DYNAMO_PACKAGE)
+    if dynamo is not None and getattr(getattr(dynamo, "__spec__", None), "_initializing", False) is False:
+        _apply_dynamo_rules()
+    pending = {name for name in _AFTER_IMPORT if name not in sys.modules}
+    if pending and not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterAfterImport(pending))
 
 
 def inductor_codegen(name: str):

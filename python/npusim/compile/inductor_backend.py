@@ -136,9 +136,29 @@ def _wrapper_class():
         def write_header(self) -> None:
             super().write_header()
             self.imports.splice(
-                "from npusim.compile.kernel_launch import npu_charge_kernel, npu_charge_tensors, npu_estimating",
+                "from npusim.compile.kernel_launch import npu_charge_kernel, npu_charge_tensors, "
+                "npu_estimating, npu_kernel_charger\n"
+                "npu_device = torch.device('npu')",
                 strip=True,
             )
+
+        def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
+            line = super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
+            # A device object is parsed faster than its name, on each of a step's allocations.
+            return line.replace("device='npu'", "device=npu_device")
+
+        def _kernel_charger(self, device_index: int, kernel_name: str, traffic: tuple[int, int, int]) -> str:
+            """The module-level name of the charging function of one kernel (defined once)."""
+            charger = f"charge_{kernel_name}"
+            defined = self.__dict__.setdefault("_npusim_chargers", set())
+            if charger not in defined:
+                defined.add(charger)
+                read_bytes, written_bytes, elements = traffic
+                self.header.writeline(
+                    f"{charger} = npu_kernel_charger({device_index}, {kernel_name!r}, {read_bytes}, "
+                    f"{written_bytes}, {elements})"
+                )
+            return charger
 
         def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, triton=True,
                                          arg_types=None, **kwargs):
@@ -172,10 +192,7 @@ def _wrapper_class():
             static = _static_traffic(reads, writes)
             if static is not None:
                 # Static shapes: the bytes are known now; the launch only charges them.
-                read_bytes, written_bytes, elements = static
-                self.writeline(
-                    f"npu_charge_kernel({device.index or 0}, {kernel_name!r}, {read_bytes}, {written_bytes}, {elements})"
-                )
+                self.writeline(f"{self._kernel_charger(device.index or 0, kernel_name, static)}()")
             else:
                 read_args = "".join(f"{a}, " for a in reads)
                 write_args = "".join(f"{a}, " for a in writes)
@@ -191,7 +208,10 @@ def _cache_key_pass():
     from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
     here = os.path.dirname(os.path.abspath(__file__))
-    files = tuple(os.path.join(here, name) for name in ("inductor_backend.py", "kernel_launch.py", "_native.py"))
+    files = tuple(
+        os.path.join(here, name)
+        for name in ("inductor_backend.py", "inductor_streams.py", "kernel_launch.py", "_native.py")
+    )
 
     class NpusimCodegenVersion(CustomGraphModulePass):
         def __call__(self, graph_module) -> None:
@@ -235,6 +255,56 @@ def _schedule_npu_nodes_as_cpu() -> None:
 
     is_cpu._npusim = True
     BaseSchedulerNode.is_cpu = is_cpu
+
+
+def _npu_buffers_follow_cpu_heuristics() -> None:
+    """Inductor decides per device whether to store an intermediate or recompute it in each
+    consumer (``ir.is_cpu`` in the realize heuristics: reused results of exp/log/tanh, and the
+    read and op-count limits). GPU values favour recomputation, which Triton kernels hide; npu
+    kernels are C++ loops on the host, where the CPU values hold: recomputing softmax's exp in
+    two loops made the attention kernels of a GPT step a third slower than CPU Inductor's."""
+    from torch._inductor import ir
+
+    if getattr(ir.is_cpu, "_npusim", False):
+        return
+    original = ir.is_cpu
+
+    def is_cpu(x) -> bool:
+        return original(x) or ir.get_device_type(x) == "npu"
+
+    is_cpu._npusim = True
+    ir.is_cpu = is_cpu
+
+
+def _npu_variance_as_on_cpu() -> None:
+    """``var_mean`` (layer norm) is lowered to a two-pass sum for the reduction sizes where the
+    C++ backend finds it faster than Welford (``config.cpp.use_two_step_variance_threshold``);
+    Inductor applies that limit to ``cpu`` only and gives npu the GPU one, so npu layer norms
+    ran Welford loops where CPU Inductor runs two plain sums."""
+    from torch._inductor import config, lowering
+
+    if getattr(lowering.use_two_step_variance, "_npusim", False):
+        return
+    original = lowering.use_two_step_variance
+
+    def use_two_step_variance(x, axis, keepdim, input_dtype) -> bool:
+        device = x.get_device()
+        if device is None or device.type != "npu":
+            return original(x, axis, keepdim, input_dtype)
+        import sympy
+
+        axis = lowering._validate_reduction_axis(x, axis)
+        kwargs = lowering._make_reduction_inner(x, axis=axis, keepdims=keepdim, dtype=None, override_return_dtype=None)
+        reduction_numel = lowering.sympy_product(kwargs["reduction_ranges"])
+        if not isinstance(reduction_numel, sympy.Integer):
+            return False
+        return not (
+            int(reduction_numel) > config.cpp.use_two_step_variance_threshold
+            or lowering.sympy_product(kwargs["ranges"]) == 1
+        )
+
+    use_two_step_variance._npusim = True
+    lowering.use_two_step_variance = use_two_step_variance
 
 
 def _npu_kernels_use_cpu_backend() -> None:
@@ -281,6 +351,11 @@ def register() -> None:
     )
     register_device_op_overrides("npu", _op_overrides_class()())
     _schedule_npu_nodes_as_cpu()
+    _npu_buffers_follow_cpu_heuristics()
+    _npu_variance_as_on_cpu()
     _npu_kernels_use_cpu_backend()
     _apply_fallback_list()
+    from npusim.compile import inductor_streams
+
+    inductor_streams.install()
     _REGISTERED = True

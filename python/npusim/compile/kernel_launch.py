@@ -4,8 +4,9 @@ A generated C++ kernel runs on the host straight on npu memory, outside the disp
 the executor never sees it. The wrapper calls the kernel, then charges the simulated timeline
 once for it as one fused kernel: one dispatch, and the bytes its pointer arguments cover
 (read-only arguments read once, written ones written once). With static shapes the bytes are
-computed when the graph compiles (:func:`npu_charge_kernel`); with dynamic shapes they are
-read from the tensors at run time (:func:`npu_charge_tensors`).
+computed when the graph compiles and bound into one charging function per kernel when the
+graph's module loads (:func:`npu_kernel_charger`); with dynamic shapes they are read from the
+tensors at run time (:func:`npu_charge_tensors`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,22 @@ def npu_charge_kernel(device: int, name: str, read_bytes: int, written_bytes: in
     if active_captures:
         _refuse_in_capture(name)
     _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
+
+
+def npu_kernel_charger(device: int, name: str, read_bytes: int, written_bytes: int, elements: int):
+    """What a compiled npu graph calls after a generated kernel with static shapes: the same
+    charge as :func:`npu_charge_kernel`, prepared once when the graph's module loads."""
+    charge = _native.fused_kernel_charger(device, read_bytes, written_bytes, elements)
+    totals = _native.kernel_totals
+
+    def charge_launch() -> None:
+        if active_captures:
+            _refuse_in_capture(name)
+        entry = totals[name]
+        entry[0] += 1
+        entry[1] += charge()
+
+    return charge_launch
 
 
 def npu_charge_tensors(name: str, reads: tuple, writes: tuple) -> None:

@@ -1,8 +1,12 @@
 """What torch.compile did to a program on npu: compiled frames, recompilations and graph
-breaks with their source lines and reasons, and the fused kernels the compiled graphs ran.
+breaks with their source lines and reasons, and the fused kernels the compiled graphs ran
+next to the operators that still ran one by one (eager code, graph breaks, and the matrix
+products and other extern kernels of compiled graphs).
 
 Read from Dynamo's own compilation records (``torch._dynamo.utils.get_compilation_metrics``,
 one per frame compile), so that nothing is hooked into Dynamo; empty when Dynamo never ran.
+This is the compile section of the placement report (``npusim.placement_report()["compile"]``)
+and of the run summary; both render it with :func:`format_compile_report`.
 """
 
 from __future__ import annotations
@@ -21,11 +25,30 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0].strip() if text and text.strip() else ""
 
 
-def compile_report() -> dict[str, Any]:
+def _eager_operators(operators: dict[str, Any] | None) -> dict[str, int]:
+    """Calls and modelled device time of the operators the executor ran one by one, from the
+    placement report's ``operators`` table."""
+    if operators is None:
+        try:
+            from npusim import _C
+
+            operators = dict(_C._placement_report()["operators"])
+        except Exception:
+            operators = {}
+    calls = device_ns = 0
+    for counts in operators.values():
+        calls += sum(int(counts.get(placement, 0)) for placement in ("ai_core", "ai_cpu", "cpu_fallback"))
+        device_ns += int(counts.get("device_ns", 0))
+    return {"calls": calls, "device_ns": device_ns}
+
+
+def compile_report(operators: dict[str, Any] | None = None) -> dict[str, Any]:
     """Keys: ``frames`` (one per compiled function: ``function``, ``source`` "file:line",
     ``compiles``, ``recompiles`` — list of ``reason``, the guard that failed —,
     ``graph_breaks`` — list of ``reason``, ``source`` of the breaking line —); ``graph_breaks``
-    and ``recompiles`` (totals); ``fused_kernels`` (name -> launches, device_ns)."""
+    and ``recompiles`` (totals); ``fused_kernels`` (name -> launches, device_ns);
+    ``eager_operators`` (``calls``, ``device_ns`` of the operators run one by one, counted from
+    ``operators``, the placement report's table, read now when not given)."""
     from npusim.compile import _native
 
     report: dict[str, Any] = {"frames": [], "graph_breaks": 0, "recompiles": 0, "fused_kernels": {}}
@@ -33,6 +56,7 @@ def compile_report() -> dict[str, Any]:
         name: {"launches": launches, "device_ns": device_ns}
         for name, (launches, device_ns) in sorted(_native.kernel_totals.items())
     }
+    report["eager_operators"] = _eager_operators(operators)
     if "torch._dynamo.utils" not in sys.modules:
         return report
     from torch._dynamo.utils import get_compilation_metrics
@@ -119,5 +143,11 @@ def format_compile_report(report: dict[str, Any], top: int = 5) -> list[str]:
         lines.append(
             f"  fused kernels: {len(kernels)} generated, {launches} launches, "
             f"{device_ns / 1e6:.3f} ms simulated device time"
+        )
+    eager = report.get("eager_operators")
+    if eager and eager["calls"]:
+        lines.append(
+            f"  eager operators: {eager['calls']} calls (outside fused kernels: eager code, graph "
+            f"breaks, extern kernels), {eager['device_ns'] / 1e6:.3f} ms simulated device time"
         )
     return lines
