@@ -46,8 +46,6 @@ import torch.nn.functional as F
 
 import npusim
 
-GB = 1e9
-
 
 @dataclasses.dataclass(frozen=True)
 class Setup:
