@@ -2,28 +2,33 @@
 
 The default is MindSpeed-LLM's published LLaMA-2-7B pretraining setup: 8 NPUs, tensor parallel 1,
 pipeline parallel 2, data parallel 4, sequence 4096, micro-batch 1, global batch 256, bf16 weights,
-flash attention, fused RMSNorm / SwiGLU / rotary kernels and the distributed optimizer.
+flash attention, fused RMSNorm / SwiGLU / rotary kernels and the distributed optimizer
+(MindSpeed-LLM ``pretrain_llama2_7b_ptd.sh``: ``--use-flash-attn --use-fused-rmsnorm
+--use-fused-swiglu --use-fused-rotary-pos-emb --use-distributed-optimizer --overlap-grad-reduce
+--no-gradient-accumulation-fusion``).
 
 How it is estimated (all in ``npusim.estimate()``: tensors have shapes and device memory but no
 data, so nothing needs the host memory of a 7B model):
 
-1. One decoder layer runs forward and backward for one micro-batch on the simulated chip; the
-   first pipeline stage adds the embedding, the last the final norm, the output layer and the
-   fp32 cross-entropy. A stage's time is its layers times the layer time plus its extras.
-2. The pipeline (1F1B) takes ``(m + PP - 1) x slowest stage`` with ``m = global / (DP x micro)``
+1. One decoder layer runs forward and backward for one micro-batch on the simulated chip, built
+   from the torch_npu kernels MindSpeed-LLM calls: ``torch_npu.npu_rms_norm``,
+   ``torch_npu.npu_rotary_mul``, ``torch_npu.npu_fusion_attention`` (causal, ``sparse_mode=3``
+   with the 2048x2048 mask) and ``torch_npu.npu_swiglu``, around the fused QKV, dense, gate/up and
+   down projections. Without gradient-accumulation fusion each micro-batch's weight gradients are
+   added into the fp32 ``main_grad`` buffers (one ``add_`` per weight). The first pipeline stage
+   adds the embedding, the last the final norm, the output layer and the fp32 cross-entropy.
+2. Pipeline send/receive of the activations (forward) and their gradients (backward) between
+   stages is priced by npusim's collective model (HCCS inside the 8-NPU server) and adds to each
+   micro-batch of a stage.
+3. The pipeline (1F1B) takes ``(m + PP - 1) x slowest stage`` with ``m = global / (DP x micro)``
    micro-batches, then the optimizer step on this rank's shard (the distributed optimizer splits
-   the fp32 master weights and Adam states over DP): fused AdamW on ``stage parameters / DP``.
-3. Data-parallel communication (reduce-scatter of fp32 gradients, all-gather of bf16 parameters)
-   uses a simple ring formula, ``(n - 1) / n x bytes / bus bandwidth``, with the 4-card bus
-   bandwidth of ascend-hardware.md §3.3 (all-reduce algbw 30 GB/s at 4 cards -> busbw 45 GB/s),
-   not overlapped with compute. It is labelled separately in the output. Pipeline send/receive
-   of activations (32 MiB per micro-batch at HCCS speed, ~1 ms against stage times of hundreds of
-   ms) is left out.
-
-npusim has no torch_npu fused kernels of its own here, so the fused MindSpeed kernels are stood in
-for by single aten kernels with the same memory traffic: RMSNorm by a bias-free LayerNorm kernel
-(one kernel forward, one backward, as npu_rms_norm), SwiGLU by GLU over the fused gate/up output
-(as npu_swiglu), the rotary embedding by one broadcast multiply (as npu_rotary_mul).
+   the fp32 master weights and Adam states over DP): fused AdamW on ``stage parameters / DP`` and
+   the cast of the shard back to the half-precision weights.
+4. Data-parallel communication, priced by npusim's collective model (``npusim.distributed.
+   price_collective``: full mesh over HCCS inside a server): the reduce-scatter of the fp32 gradient
+   buffer, overlapped with the last micro-batch's backward (``--overlap-grad-reduce``; only what
+   exceeds that backward is exposed), and the all-gather of the updated half-precision parameters
+   after the optimizer step (not overlapped).
 
     npusim run examples/llama_estimate.py [--model llama2-7b|llama-7b|llama-13b] [--layers N]
 """
@@ -40,8 +45,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import npusim
-
-GB = 1e9
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,45 +85,34 @@ SETUPS = {
                        "MindSpeed-LLM, 8x 910B, TP1 PP8, fp16"),
 }
 
-# Ring data-parallel collectives over the 4-card subset of an 8-NPU HCCS mesh (ascend-hardware.md
-# §3.3: all_reduce algbw 30 GB/s at 4 cards; busbw = algbw x 2(n-1)/n = 45 GB/s).
-DP_BUS_BYTES_PER_S = {1: math.inf, 2: 18 * GB, 4: 45 * GB, 8: 126 * GB}
-
-
-class FusedRMSNorm(nn.Module):
-    """Stands in for npu_rms_norm: one normalisation kernel forward, one backward."""
-
-    def __init__(self, width: int):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(width))
-
-    def forward(self, x):
-        return F.layer_norm(x, (x.size(-1),), self.weight, None, 1e-5)
-
-
 class DecoderLayer(nn.Module):
-    """A Megatron/MindSpeed LLaMA layer: fused QKV, flash attention, fused gate/up with SwiGLU."""
+    """A Megatron/MindSpeed-LLM LLaMA layer on torch_npu's fused kernels: npu_rms_norm, fused QKV,
+    npu_rotary_mul, npu_fusion_attention (causal), dense, fused gate/up with npu_swiglu, down."""
 
-    def __init__(self, width: int, heads: int, ffn: int):
+    def __init__(self, width: int, heads: int, ffn: int, eps: float = 1e-5):
         super().__init__()
-        self.heads = heads
-        self.input_norm = FusedRMSNorm(width)
+        self.heads, self.eps = heads, eps
+        self.input_norm = nn.Parameter(torch.ones(width))
         self.qkv = nn.Linear(width, 3 * width, bias=False)
         self.dense = nn.Linear(width, width, bias=False)
-        self.post_norm = FusedRMSNorm(width)
+        self.post_norm = nn.Parameter(torch.ones(width))
         self.fc1 = nn.Linear(width, 2 * ffn, bias=False)
         self.fc2 = nn.Linear(ffn, width, bias=False)
 
-    def forward(self, x, rotary):
+    def forward(self, x, cos, sin, mask):
+        import torch_npu
+
         batch, length, width = x.shape
         head_dim = width // self.heads
-        qkv = self.qkv(self.input_norm(x)).view(batch, length, 3, self.heads, head_dim)
-        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
-        q, k = q * rotary, k * rotary  # npu_rotary_mul: one kernel each
-        attention = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.dense(attention.transpose(1, 2).reshape(batch, length, width))
-        # fc1's output is [gate | up]; GLU (one kernel) stands in for npu_swiglu on it.
-        return x + self.fc2(F.glu(self.fc1(self.post_norm(x)), dim=-1))
+        h = torch_npu.npu_rms_norm(x, self.input_norm, epsilon=self.eps)[0]
+        q, k, v = self.qkv(h).view(batch, length, 3, self.heads, head_dim).unbind(2)
+        q = torch_npu.npu_rotary_mul(q, cos, sin)
+        k = torch_npu.npu_rotary_mul(k, cos, sin)
+        attention = torch_npu.npu_fusion_attention(q, k, v, self.heads, "BSND", atten_mask=mask,
+                                                   scale=head_dim ** -0.5, sparse_mode=3)[0]
+        x = x + self.dense(attention.reshape(batch, length, width))
+        h = torch_npu.npu_rms_norm(x, self.post_norm, epsilon=self.eps)[0]
+        return x + self.fc2(torch_npu.npu_swiglu(self.fc1(h), dim=-1))
 
 
 def layer_parameters(s: Setup) -> int:
@@ -138,66 +130,92 @@ def _timed(work) -> float:
     return start.elapsed_time(end) / 1e3
 
 
+def _accumulate_main_grads(module: nn.Module, main_grads: dict) -> None:
+    """Megatron without gradient-accumulation fusion: each weight's gradient of a micro-batch is
+    added into its fp32 main_grad buffer by one in-place add."""
+    for name, p in module.named_parameters():
+        if p.grad is not None:
+            main_grads[name].add_(p.grad)
+
+
 def stage_times(s: Setup) -> dict[str, float]:
     """Seconds of one micro-batch (forward + backward) for one layer and for the stage extras."""
     with npusim.estimate(), torch.device("npu"):
         torch.set_default_dtype(s.dtype)
         try:
             layer = DecoderLayer(s.width, s.heads, s.ffn)
-            rotary = torch.empty(s.seq, s.width // s.heads)
+            main_grads = {n: torch.empty(p.shape, dtype=torch.float32) for n, p in layer.named_parameters()}
+            head_dim = s.width // s.heads
+            cos = torch.empty(1, s.seq, 1, head_dim)
+            sin = torch.empty(1, s.seq, 1, head_dim)
+            mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)  # sparse_mode 3's mask
             x = torch.empty(s.micro_batch, s.seq, s.width, requires_grad=True)
 
             def layer_step():
-                # Each micro-batch's weight gradients start fresh: Megatron fuses their
-                # accumulation into the weight-gradient matmul (gradient_accumulation_fusion).
                 layer.zero_grad(set_to_none=True)
                 x.grad = None
-                layer(x, rotary).backward(torch.empty(s.micro_batch, s.seq, s.width))
+                layer(x, cos, sin, mask).backward(torch.empty(s.micro_batch, s.seq, s.width))
+                _accumulate_main_grads(layer, main_grads)
 
             layer_step()  # warm: first-call effects stay out of the figure
             layer_s = _timed(layer_step)
-            del layer
+            del layer, main_grads
 
             embedding = nn.Embedding(s.vocab, s.width)
+            embedding_main = {n: torch.empty(p.shape, dtype=torch.float32) for n, p in embedding.named_parameters()}
             tokens = torch.randint(0, s.vocab, (s.micro_batch, s.seq))
 
             def first_extra():
                 embedding.zero_grad(set_to_none=True)
                 embedding(tokens).backward(torch.empty(s.micro_batch, s.seq, s.width))
+                _accumulate_main_grads(embedding, embedding_main)
 
             first_extra()
             first_s = _timed(first_extra)
-            del embedding
+            del embedding, embedding_main
 
-            norm = FusedRMSNorm(s.width)
+            import torch_npu
+
+            norm = nn.Parameter(torch.ones(s.width))
             head = nn.Linear(s.width, s.vocab, bias=False)
+            head_main = {n: torch.empty(p.shape, dtype=torch.float32) for n, p in head.named_parameters()}
             hidden = torch.empty(s.micro_batch, s.seq, s.width, requires_grad=True)
 
             def last_extra():
-                norm.zero_grad(set_to_none=True)
+                norm.grad = None
                 head.zero_grad(set_to_none=True)
                 hidden.grad = None
-                logits = head(norm(hidden))
+                logits = head(torch_npu.npu_rms_norm(hidden, norm, epsilon=1e-5)[0])
                 F.cross_entropy(logits.float().view(-1, s.vocab), tokens.view(-1)).backward()
+                _accumulate_main_grads(head, head_main)
 
             last_extra()
             last_s = _timed(last_extra)
-            del norm, head
+            del norm, head, head_main
         finally:
             torch.set_default_dtype(torch.float32)
     return {"layer": layer_s, "first_extra": first_s, "last_extra": last_s}
 
 
-def optimizer_seconds(shard_parameters: int) -> float:
+def optimizer_seconds(shard_parameters: int, dtype: torch.dtype) -> float:
     """The distributed optimizer's step on one rank: fused AdamW over its fp32 shard (master
-    weights, fp32 gradients, two moments), then the cast of the shard back to the bf16 weights."""
+    weights, fp32 gradients, two moments), then the cast of the shard back to the half weights."""
     with npusim.estimate(), torch.device("npu"):
         master = nn.Parameter(torch.empty(shard_parameters))
         master.grad = torch.empty(shard_parameters)
         optimizer = torch.optim.AdamW([master], lr=1e-4, fused=True)
         optimizer.step()  # creates the states
-        half = torch.empty(shard_parameters, dtype=torch.bfloat16)
+        half = torch.empty(shard_parameters, dtype=dtype)
         return _timed(lambda: (optimizer.step(), half.copy_(master)))
+
+
+def _collective_seconds(op: str, nbytes: float, group: int) -> float:
+    """One HCCL collective of a `group` of ranks inside one 8-NPU 910B server (npusim's model)."""
+    from npusim.distributed import price_collective
+
+    if group <= 1 and op != "send_recv":
+        return 0.0
+    return price_collective(op, int(nbytes), max(2, group), 8)[0]
 
 
 def estimate(s: Setup, layers: int | None = None) -> dict[str, float]:
@@ -205,23 +223,32 @@ def estimate(s: Setup, layers: int | None = None) -> dict[str, float]:
     times = stage_times(s)
     layers = layers or s.layers
     per_stage = layers / s.pp
-    first = per_stage * times["layer"] + times["first_extra"]
-    last = per_stage * times["layer"] + times["last_extra"]
+    element = torch.finfo(s.dtype).bits // 8
+    # Pipeline send/receive: the activation forward and its gradient backward, one each per
+    # micro-batch of a stage that has a neighbour (HCCS peer link).
+    activation = s.micro_batch * s.seq * s.width * element
+    p2p = 2 * _collective_seconds("send_recv", activation, 2) if s.pp > 1 else 0.0
+    first = per_stage * times["layer"] + times["first_extra"] + p2p
+    last = per_stage * times["layer"] + times["last_extra"] + p2p
     if s.pp == 1:
         first = last = per_stage * times["layer"] + times["first_extra"] + times["last_extra"]
     slowest = max(first, last)
     pipeline = (s.micro_batches + s.pp - 1) * slowest
     stage_parameters = int(per_stage * layer_parameters(s) + s.vocab * s.width)  # the larger stage
-    optimizer = optimizer_seconds(math.ceil(stage_parameters / s.dp))
-    bus = DP_BUS_BYTES_PER_S[s.dp]
-    ring = (s.dp - 1) / s.dp
-    dp_comm = ring * stage_parameters * 4 / bus + ring * stage_parameters * 2 / bus  # RS fp32 grads + AG bf16
+    optimizer = optimizer_seconds(math.ceil(stage_parameters / s.dp), s.dtype)
+    # Distributed optimizer: reduce-scatter of the fp32 main_grad buffer, overlapped with the last
+    # micro-batch's backward (about 2/3 of a stage's micro-batch), then all-gather of the updated
+    # half-precision parameters after the step.
+    reduce_scatter = _collective_seconds("reduce_scatter", stage_parameters * 4, s.dp)
+    exposed_reduce_scatter = max(0.0, reduce_scatter - slowest * 2 / 3)
+    all_gather = _collective_seconds("allgather", stage_parameters * element, s.dp)
+    dp_comm = exposed_reduce_scatter + all_gather
     step = pipeline + optimizer + dp_comm
     tokens = s.global_batch * s.seq
     return {
         "layer_s": times["layer"], "first_stage_s": first, "last_stage_s": last, "pipeline_s": pipeline,
-        "optimizer_s": optimizer, "dp_comm_s": dp_comm, "step_s": step,
-        "tokens_per_s_per_npu": tokens / step / s.npus,
+        "optimizer_s": optimizer, "p2p_s": p2p, "reduce_scatter_s": reduce_scatter, "all_gather_s": all_gather,
+        "dp_comm_s": dp_comm, "step_s": step, "tokens_per_s_per_npu": tokens / step / s.npus,
     }
 
 
@@ -238,8 +265,10 @@ def main():
     print(f"  one layer, forward + backward of one micro-batch: {r['layer_s'] * 1e3:.1f} ms")
     print(f"  stages: first {r['first_stage_s'] * 1e3:.0f} ms, last {r['last_stage_s'] * 1e3:.0f} ms; pipeline "
           f"({s.micro_batches} + {s.pp} - 1) x slowest = {r['pipeline_s']:.2f} s")
-    print(f"  optimizer shard {r['optimizer_s'] * 1e3:.0f} ms; data-parallel ring (reduce-scatter + all-gather, "
-          f"not overlapped) {r['dp_comm_s'] * 1e3:.0f} ms")
+    print(f"  pipeline send/receive per micro-batch {r['p2p_s'] * 1e3:.2f} ms; optimizer shard "
+          f"{r['optimizer_s'] * 1e3:.0f} ms; data parallel: reduce-scatter {r['reduce_scatter_s'] * 1e3:.0f} ms "
+          f"(overlapped with the last backward), all-gather {r['all_gather_s'] * 1e3:.0f} ms, exposed "
+          f"{r['dp_comm_s'] * 1e3:.0f} ms")
     print(f"  step {r['step_s']:.2f} s -> {r['tokens_per_s_per_npu']:.0f} tokens/s per NPU "
           f"(published: {s.reference_tokens_per_s:.0f})")
     print(f"  (estimated in {time.perf_counter() - started:.1f} s of host time)")

@@ -260,6 +260,9 @@ perf::FusedKernelWork attentionWork(const Geometry& g, const Tensor& q, double f
       work.addGemm(perf::GemmShape{heads2d, skv, g.headDim, sq});   // dK = dS^T Q
     }
     work.vectorElements += double(heads2d) * double(sq) * double(skv) * fraction;
+    // One core takes a block of query rows through every key block in turn.
+    const int64_t block = perf::calibration::kFlashQueryBlock;
+    work.parallelBlocks += double(heads2d) * double((sq + block - 1) / block);
   };
   if (g.layout == AttentionLayout::kTND) {
     int64_t qPrev = 0, kvPrev = 0;

@@ -22,7 +22,7 @@ struct ChipRates {
   double hbmBytesPerSecond = 0;    // achievable: nominal x efficiency
   double l2Bytes = 0;
   double l2ReadBytesPerSecond = 0;
-  double l2OverflowStall = 0;       // GEMM stall once the working set is twice the L2 (Calibration.h)  // all cores together, from the per-core L2 read rate
+  double l2OverflowStall = 0;      // GEMM stall per unit of L2 overflow (Calibration.h)
   double pcieBytesPerSecond = 0;   // per direction, theoretical
 
   static ChipRates fromChip(const runtime::ChipSpec& chip);

@@ -1,6 +1,7 @@
 #include "perf/FusedKernelModel.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "perf/Calibration.h"
 #include "perf/VectorModel.h"
@@ -49,6 +50,15 @@ FusedKernelCost priceFusedKernel(const ChipRates& rates, const FusedKernelWork& 
     vector.opsPerElement = work.opsPerElement;
     vector.computeType = work.computeType;
     cost.vectorSeconds = estimateVector(rates, vector).computeSeconds;
+  }
+  if (work.parallelBlocks > 0) {
+    // Blocks go to the cores in waves: 1,024 blocks on 24 cores take 43
+    // waves, 2.5% more than an even spread; 8 blocks leave 16 cores idle.
+    const double cores = double(std::max(1, rates.cubeCores));
+    const double waves = std::ceil(work.parallelBlocks / cores);
+    const double quantisation = waves * cores / work.parallelBlocks;
+    cost.cubeSeconds *= quantisation;
+    cost.vectorSeconds *= quantisation;
   }
   cost.bytes = std::max(0.0, work.hbmBytes);
   cost.memorySeconds = rates.hbmBytesPerSecond > 0 ? cost.bytes / rates.hbmBytesPerSecond : 0;

@@ -30,6 +30,10 @@ struct FusedKernelWork {
   DType computeType = DType::kFloat32;
   // Compulsory HBM traffic: operands read once, results written once.
   double hbmBytes = 0;
+  // A kernel parallel over independent blocks of equal work, one block per AI
+  // Cube core (with its AI Vector cores) at a time, as FlashAttention over
+  // batch x heads x query blocks; 0 when the work spreads over the whole chip.
+  double parallelBlocks = 0;
 
   void addGemm(const GemmShape& shape) noexcept {
     if (gemmCount < kMaxGemms) {

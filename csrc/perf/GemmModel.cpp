@@ -98,7 +98,7 @@ GemmEstimate estimateGemm(const ChipRates& rates, const GemmShape& shape, const 
   // A working set beyond the L2 makes panel re-reads miss, and the cores'
   // MMADs stall on them (§3.3 decline above 4K; Calibration.h).
   const double workingSet = (traffic.bytesA + traffic.bytesB + traffic.bytesOut) / double(shape.batch);
-  const double overflow = std::clamp(workingSet / rates.l2Bytes - 1.0, 0.0, 1.0);
+  const double overflow = std::clamp(workingSet / rates.l2Bytes - 1.0, 0.0, cal::kL2OverflowCap);
   estimate.l2Penalty = 1.0 + rates.l2OverflowStall * overflow;
   cubeSeconds *= estimate.l2Penalty;
 

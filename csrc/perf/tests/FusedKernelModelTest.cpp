@@ -83,3 +83,21 @@ TEST(FusedKernelModel, CubePrecisionOfDtypes) {
   EXPECT_EQ(precision, CubePrecision::kFloat32);
   EXPECT_FALSE(fusedCubePrecision(DType::kInt64, precision, bytes));
 }
+
+TEST(FusedKernelModel, BlockParallelKernelPaysItsWaveQuantisation) {
+  // FlashAttention-style: the work of 24 blocks fills the 24 AI Cube cores
+  // once; 25 blocks of the same total work need two waves of 1/25 each.
+  auto attention = [](double blocks) {
+    FusedKernelWork work;
+    work.addGemm(GemmShape{32, 4096, 4096, 128});
+    work.vectorElements = 32.0 * 4096 * 4096;
+    work.opsPerElement = 10;
+    work.parallelBlocks = blocks;
+    return priceFusedKernel(b2(), work);
+  };
+  const FusedKernelCost even = attention(0), filled = attention(24), tail = attention(25), few = attention(8);
+  EXPECT_DOUBLE_EQ(filled.vectorSeconds, even.vectorSeconds);
+  EXPECT_NEAR(tail.vectorSeconds / even.vectorSeconds, 2.0 * 24.0 / 25.0, 1e-9);
+  // 8 blocks leave 16 of the 24 cores idle: three times the even spread.
+  EXPECT_NEAR(few.cubeSeconds / even.cubeSeconds, 3.0, 1e-9);
+}
