@@ -104,6 +104,15 @@ def test_empty_affine_quantized_on_npu():
     assert representation.dtype == torch.uint8 and representation.shape == (2, 3)
 
 
+def test_factories_op_plugin_lacks_raise_the_dispatcher_error():
+    with pytest.raises(NotImplementedError, match="_empty_per_channel_affine_quantized.*" + UNSUPPORTED):
+        torch._empty_per_channel_affine_quantized(
+            [2], scales=torch.ones(2), zero_points=torch.zeros(2, dtype=torch.long), axis=0, dtype=torch.qint8, device="npu"
+        )
+    with pytest.raises(NotImplementedError, match=UNSUPPORTED):
+        torch.empty(3, dtype=torch.qint8, device="npu")
+
+
 @pytest.mark.parametrize("dtype,bytes_per_element", [(torch.qint8, 1), (torch.qint32, 4)])
 def test_memory_is_device_memory(dtype, bytes_per_element):
     x = torch.randn(1 << 18, device="npu")
