@@ -370,6 +370,13 @@ class OperatorCall {
     for (const auto& entry : tensors_) {
       if (entry.cpu.unsafeGetTensorImpl() == cpu.unsafeGetTensorImpl()) return entry.npu;  // in-place / out=
     }
+    // A quantized result (a CPU fallback such as quantize_per_tensor.tensor_qparams) moves to the device as
+    // torch_npu's CPU fallback moves it, with Tensor.to: PyTorch then needs kernels that QuantizedPrivateUse1
+    // lacks on the 2.13 line and raises its dispatcher error, where adopting the memory would make a dense
+    // tensor of a quantized dtype.
+    if (cpu.is_quantized()) {
+      return cpu.to(c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device_)));
+    }
     c10::StorageImpl* storage = cpu.storage().unsafeGetStorageImpl();
     for (const auto& entry : storages_) {
       if (entry.cpu.unsafeGetStorageImpl() == storage) return npuViewOf(entry.npu, cpu);  // a view of an input

@@ -85,6 +85,10 @@ perf::DType perfDtype(c10::ScalarType type) noexcept {
     case c10::ScalarType::Long: return perf::DType::kInt64;
     case c10::ScalarType::Bool: return perf::DType::kBool;
     case c10::ScalarType::ComplexFloat: return perf::DType::kComplex64;
+    // Quantized tensors move their underlying integers.
+    case c10::ScalarType::QInt8: return perf::DType::kInt8;
+    case c10::ScalarType::QUInt8: return perf::DType::kUInt8;
+    case c10::ScalarType::QInt32: return perf::DType::kInt32;
     default: return perf::DType::kOther;
   }
 }
