@@ -17,13 +17,16 @@ _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 
 
 class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Runs the npu registration right after ``torch._dynamo.device_interface`` executes."""
+    """Runs an npu registration right after a module (by default
+    ``torch._dynamo.device_interface``) executes."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: str = _DEVICE_INTERFACE_MODULE, register=None) -> None:
         self._resolving = False
+        self._module = module
+        self._register = register
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != _DEVICE_INTERFACE_MODULE or self._resolving:
+        if fullname != self._module or self._resolving:
             return None
         self._resolving = True
         try:
@@ -42,9 +45,21 @@ class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         self._wrapped.exec_module(module)
         sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
+        if self._register is not None:
+            self._register()
+            return
         from npusim.compile import device_interface
 
         device_interface.register()
+
+
+def after_import(module: str, register) -> None:
+    """Run ``register`` now if ``module`` is loaded, else right after it loads."""
+    loaded = sys.modules.get(module)
+    if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", False):
+        register()
+        return
+    sys.meta_path.insert(0, _RegisterAfterImport(module, register))
 
 
 def install() -> None:
@@ -56,7 +71,8 @@ def install() -> None:
 
         device_interface.register()
         return
-    if not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
+    if not any(isinstance(finder, _RegisterAfterImport) and finder._module == _DEVICE_INTERFACE_MODULE
+               for finder in sys.meta_path):
         sys.meta_path.insert(0, _RegisterAfterImport())
 
 

@@ -136,7 +136,7 @@ def _wrapper_class():
         def write_header(self) -> None:
             super().write_header()
             self.imports.splice(
-                "from npusim.compile.kernel_launch import npu_charge_kernel, npu_charge_tensors, npu_estimating",
+                "from npusim.compile.kernel_launch import npu_launch, npu_launch_counted",
                 strip=True,
             )
 
@@ -166,20 +166,23 @@ def _wrapper_class():
                     writes.append(name)
                     if has_inputs and not seen_input:
                         reads.append(name)
-            # Estimate-only mode (npusim.estimate()) prices kernels without computing them, as
-            # it does for eager operators: the buffers have shapes, not data.
-            self.writeline(f"if not npu_estimating(): {self.wrap_kernel_call(kernel_name, call_args)}")
+            # One call launches the kernel (not in estimate-only mode, where buffers have shapes
+            # but no data), charges it, and records it into an NPUGraph capture in progress.
+            arguments = "(" + "".join(f"{a}, " for a in call_args) + ")"
             static = _static_traffic(reads, writes)
             if static is not None:
                 # Static shapes: the bytes are known now; the launch only charges them.
                 read_bytes, written_bytes, elements = static
                 self.writeline(
-                    f"npu_charge_kernel({device.index or 0}, {kernel_name!r}, {read_bytes}, {written_bytes}, {elements})"
+                    f"npu_launch({kernel_name}, {arguments}, {device.index or 0}, {kernel_name!r}, "
+                    f"{read_bytes}, {written_bytes}, {elements})"
                 )
             else:
                 read_args = "".join(f"{a}, " for a in reads)
                 write_args = "".join(f"{a}, " for a in writes)
-                self.writeline(f"npu_charge_tensors({kernel_name!r}, ({read_args}), ({write_args}))")
+                self.writeline(
+                    f"npu_launch_counted({kernel_name}, {arguments}, {kernel_name!r}, ({read_args}), ({write_args}))"
+                )
 
     return NpuPythonWrapperCodegen
 
@@ -283,4 +286,7 @@ def register() -> None:
     _schedule_npu_nodes_as_cpu()
     _npu_kernels_use_cpu_backend()
     _apply_fallback_list()
+    from npusim.compile import npu_graph_trees
+
+    npu_graph_trees.install()
     _REGISTERED = True

@@ -1,11 +1,13 @@
 """The launch of one kernel Inductor generated for npu, as the timeline sees it.
 
 A generated C++ kernel runs on the host straight on npu memory, outside the dispatcher, so
-the executor never sees it. The wrapper calls the kernel, then charges the simulated timeline
-once for it as one fused kernel: one dispatch, and the bytes its pointer arguments cover
-(read-only arguments read once, written ones written once). With static shapes the bytes are
-computed when the graph compiles (:func:`npu_charge_kernel`); with dynamic shapes they are
-read from the tensors at run time (:func:`npu_charge_tensors`).
+the executor never sees it. The wrapper launches it through :func:`npu_launch`, which runs the
+kernel, then charges the simulated timeline once for it as one fused kernel: one dispatch, and
+the bytes its pointer arguments cover (read-only arguments read once, written ones written
+once). With static shapes the bytes are computed when the graph compiles; with dynamic shapes
+:func:`npu_launch_counted` reads them from the tensors at run time. A launch on a stream that
+is capturing an NPUGraph is also recorded into that graph, with the tensors it ran on, so a
+replay runs it again on the captured memory.
 """
 
 from __future__ import annotations
@@ -17,27 +19,36 @@ from npusim.compile import _native
 
 npu_estimating = _C._estimate_only
 
-# Captures in progress (npusim.compile.graphs): a generated kernel runs outside the dispatcher,
-# so an NPUGraph capture could not record it; it refuses instead of replaying wrong results.
+# Captures in progress (npusim.compile.graphs); the launches only look for one when it is not 0.
 active_captures = 0
 
 
-def _refuse_in_capture(name: str) -> None:
-    from npusim.compile.graphs import is_current_stream_capturing, uncapturable
+def _record(name: str, replay, arguments: tuple) -> None:
+    from npusim.compile import graphs
 
-    if is_current_stream_capturing():
-        raise uncapturable(name)
+    capture = graphs.active_capture()
+    if capture is not None and graphs.is_current_stream_capturing():
+        capture._record_kernel(name, replay, arguments)
 
 
-def npu_charge_kernel(device: int, name: str, read_bytes: int, written_bytes: int, elements: int) -> None:
-    if active_captures:
-        _refuse_in_capture(name)
+def npu_launch(kernel, arguments: tuple, device: int, name: str, read_bytes: int, written_bytes: int,
+               elements: int) -> None:
+    # Estimate-only mode (npusim.estimate()) prices kernels without computing them, as it does
+    # for eager operators: the buffers have shapes, not data.
+    if not npu_estimating():
+        kernel(*arguments)
     _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
-
-
-def npu_charge_tensors(name: str, reads: tuple, writes: tuple) -> None:
     if active_captures:
-        _refuse_in_capture(name)
+
+        def replay() -> None:
+            if not npu_estimating():
+                kernel(*arguments)
+            _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
+
+        _record(name, replay, arguments)
+
+
+def _traffic(reads: tuple, writes: tuple) -> tuple[int, int, int, int]:
     read_bytes = written_bytes = elements = 0
     device = -1
     for index, group in enumerate((reads, writes)):
@@ -52,5 +63,20 @@ def npu_charge_tensors(name: str, reads: tuple, writes: tuple) -> None:
             elements = max(elements, tensor.numel())
             if device < 0 and tensor.device.type == "npu":
                 device = tensor.device.index
+    return device, read_bytes, written_bytes, elements
+
+
+def npu_launch_counted(kernel, arguments: tuple, name: str, reads: tuple, writes: tuple) -> None:
+    if not npu_estimating():
+        kernel(*arguments)
+    device, read_bytes, written_bytes, elements = _traffic(reads, writes)
     if device >= 0:
         _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
+        if active_captures:
+
+            def replay() -> None:
+                if not npu_estimating():
+                    kernel(*arguments)
+                _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
+
+            _record(name, replay, arguments)
