@@ -306,13 +306,13 @@ class NPUGraph:
             self._stream = stream
             self._operations = []
             graph_pool.begin_allocate_to_pool(self._device, self._pool)
-            self._mode = _CaptureMode(self)
-            kernel_launch.active_captures += 1
-            self._forbid_outside_calls()
-            self._mode.__enter__()
         except BaseException:
             _active = None
             raise
+        self._mode = _CaptureMode(self)
+        kernel_launch.active_captures += 1
+        self._forbid_outside_calls()
+        self._mode.__enter__()
 
     def capture_end(self) -> None:
         r"""End the capture; the graph can then be replayed."""
