@@ -227,3 +227,15 @@ def test_a_graph_captures_once():
             x.mul_(2)
     npu_graph.replay()
     torch.testing.assert_close(x.cpu(), torch.full((4,), 4.0))
+
+
+def test_cpu_fallback_operator_inside_capture_is_refused():
+    x = torch.randn(4, 4, device="npu")
+    grad_input = torch.empty_like(x)
+    npu_graph = torch.npu.NPUGraph()
+    with pytest.raises(RuntimeError, match="not permitted when stream is capturing") as error:
+        with torch.npu.graph(npu_graph):
+            # The out= overload of gelu_backward is not an NPU kernel in torch_npu's table.
+            torch.ops.aten.gelu_backward.grad_input(x, x, grad_input=grad_input)
+    assert "aten::gelu_backward (not supported on the NPU backend: a CPU fallback" in str(error.value)
+    assert not torch.npu.is_current_stream_capturing()

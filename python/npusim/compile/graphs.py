@@ -16,8 +16,8 @@ each kernel's device time with no per-kernel host dispatch.
 
 Capture restrictions (as CUDA graphs and torch_npu's aclgraph): the capture runs on a
 non-default stream; no synchronization, no host reads of device data (``.item()``, ``.cpu()``,
-data-dependent shapes), no host-device copies, and no device memory from outside the graph's
-pool (another device, ``caching_allocator_alloc``, ``empty_cache``) inside a capture. Each
+data-dependent shapes), no host-device copies (CPU-fallback operators included), and no device
+memory from outside the graph's pool (another device, ``caching_allocator_alloc``, ``empty_cache``) inside a capture. Each
 raises a torch_npu-style error and ends the capture.
 """
 
@@ -59,6 +59,9 @@ _HOST_READS = {
     "aten::is_nonzero",
     "aten::equal",
 }
+
+# The timeline's unit of CPU-fallback operators (perf::Unit order, _native.timing_snapshot).
+_CPU_FALLBACK_UNIT = 3
 
 # Fresh allocations: replay leaves them alone (the memory exists, its contents are undefined).
 _ALLOCATIONS = {
@@ -246,6 +249,11 @@ class _CaptureMode(TorchDispatchMode):
             (unit, after[unit] - before[unit], (flops_after - flops_before) if unit == 0 else 0.0)
             for unit in range(len(after)) if after[unit] != before[unit]
         )
+        if any(unit == _CPU_FALLBACK_UNIT for unit, _, _ in costs):
+            # The real stack runs it on the host through device-to-host and host-to-device
+            # copies, which a capture cannot contain.
+            raise _capture_error(f"{name} (not supported on the NPU backend: a CPU fallback, which copies "
+                                 "device data to the host)")
         capture_device = self.graph._device
         for result in tree_flatten(outputs)[0]:
             if isinstance(result, torch.Tensor) and result.device.type == "npu" and result.device.index != capture_device:
