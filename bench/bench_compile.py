@@ -11,7 +11,10 @@ Host time (real seconds, medians of alternating rounds):
     is that a compiled step on npusim is not slower than CPU Inductor by more than 10%.
 
 Estimated Ascend time (the simulated timeline, deterministic):
-  - training step, eager vs compiled (fused kernels priced as one launch each);
+  - training step (forward, loss, backward), eager vs compiled (fused kernels priced as one
+    launch each) vs NPUGraph (the eager step captured, backward included, replayed as one graph
+    launch) vs torch.compile(mode="reduce-overhead") (the compiled forward and backward replayed
+    from NPUGraphs);
   - forward pass, eager vs compiled vs NPUGraph replay (one graph launch, no per-kernel
     dispatch).
 
@@ -139,6 +142,22 @@ def main() -> int:
     # Estimated Ascend time (simulated timeline of the chosen chip).
     train_eager = simulated_ns(npu_eager)
     train_compiled = simulated_ns(npu_compiled)
+    reduced = torch.compile(loss_fn, mode="reduce-overhead")
+
+    def npu_reduced():
+        train_step(reduced, npu_model, npu_tokens)
+
+    for _ in range(4):  # warm-up, capture (the backward one step after the forward), replay
+        npu_reduced()
+    train_reduced = simulated_ns(npu_reduced)
+    step_graph = torch.npu.NPUGraph()
+    npu_model.zero_grad(set_to_none=True)
+    with torch.npu.graph(step_graph):
+        static_step_loss = loss_fn(npu_model, npu_tokens)
+        static_step_loss.backward()
+    train_graph = simulated_ns(step_graph.replay)
+    torch.testing.assert_close(static_step_loss.cpu(), loss_fn(npu_model, npu_tokens).detach().cpu())
+    npu_model.zero_grad(set_to_none=True)
     with torch.no_grad():
         forward_eager = simulated_ns(lambda: loss_fn(npu_model, npu_tokens))
         forward_compiled = simulated_ns(lambda: compiled(npu_model, npu_tokens))
@@ -150,7 +169,10 @@ def main() -> int:
     chip = torch.npu.get_device_name(0)
     print(f"estimated on {chip} (simulated timeline):")
     print(f"  training step  eager {train_eager / 1e6:8.3f} ms   compiled {train_compiled / 1e6:8.3f} ms   "
-          f"compiled/eager {train_compiled / train_eager:.2f}x")
+          f"NPUGraph {train_graph / 1e6:8.3f} ms   reduce-overhead {train_reduced / 1e6:8.3f} ms")
+    print(f"    compiled/eager {train_compiled / train_eager:.2f}x   NPUGraph/eager {train_graph / train_eager:.2f}x   "
+          f"reduce-overhead/eager {train_reduced / train_eager:.2f}x   "
+          f"({len(step_graph.operators)} captured operators in the step graph)")
     print(f"  forward        eager {forward_eager / 1e6:8.3f} ms   compiled {forward_compiled / 1e6:8.3f} ms   "
           f"NPUGraph {forward_graph / 1e6:8.3f} ms   ({len(graph.operators)} captured operators)")
     ratio = statistics.median(cpu_ratio)

@@ -41,4 +41,23 @@ void npusim_compile_charge_graph_launch(int device) {
 
 void npusim_compile_set_replaying_graph(int replaying) { backend::setReplayingGraph(replaying != 0); }
 
+// The device time charged so far by unit (perf::Unit order) and the useful cube
+// FLOPs: an NPUGraph capture reads it around each operator, so that a replay,
+// which reruns the kernel on the captured memory outside the executor, charges
+// what the operator cost when it was captured.
+void npusim_compile_timing_snapshot(uint64_t* deviceNsByUnit, double* cubeFlops) {
+  const backend::TimingTotals totals = backend::timingTotals();
+  for (size_t i = 0; i < totals.deviceNsByUnit.size(); ++i) deviceNsByUnit[i] = totals.deviceNsByUnit[i];
+  *cubeFlops = totals.cubeFlops;
+}
+
+// One captured kernel replayed from a graph: its captured device time on the
+// current stream, launched by the device (no host dispatch while replaying).
+uint64_t npusim_compile_charge_replayed_kernel(int device, int unit, uint64_t deviceNs, double cubeFlops) {
+  const auto kernelUnit = static_cast<perf::Unit>(unit);
+  const auto kind = kernelUnit == perf::Unit::kCube ? perf::OperatorKind::kMatmul : perf::OperatorKind::kElementwise;
+  return backend::chargeModelledKernel(device, kind, static_cast<runtime::SimTimeNs>(deviceNs), kernelUnit, cubeFlops,
+                                       0.0);
+}
+
 }  // extern "C"

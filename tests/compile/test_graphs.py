@@ -93,22 +93,21 @@ def test_replay_pays_one_launch_instead_of_per_kernel_dispatch():
     assert replay_host * 10 < eager_host
 
 
-def test_make_graphed_callables_and_pools():
+def test_make_graphed_callables_inference_and_pools():
     torch.manual_seed(0)
     model = nn.Linear(4, 4).to("npu")
     sample = torch.randn(2, 4, device="npu")
     with torch.no_grad():
         graphed = torch.npu.make_graphed_callables(model, (sample,))
         fresh = torch.randn(2, 4, device="npu")
-        torch.testing.assert_close(graphed(fresh).cpu(), model(fresh).cpu())
-    assert graphed.graph.pool() != torch.npu.graph_pool_handle()
-    with pytest.raises(RuntimeError, match="forward passes only"):
-        torch.npu.make_graphed_callables(model, (sample,))
+        torch.testing.assert_close(graphed(fresh).cpu(), nn.functional.linear(fresh, model.weight, model.bias).cpu())
+    assert graphed is model
+    assert graphed.forward.forward_graph.pool() != torch.npu.graph_pool_handle()
 
 
 def test_capturing_a_compiled_function_records_its_operators():
     # Dynamo runs a frame eagerly under a dispatch mode, so the capture sees the operators
-    # (the fused kernels of a compiled graph could not be recorded; they refuse to run).
+    # (reduce-overhead captures the compiled kernels themselves: test_npu_graph_training).
     def pointwise(x):
         return (x.sin() * 2 + 1).relu()
 

@@ -115,9 +115,8 @@ def test_a_fused_kernel_is_one_launch_priced_by_its_own_bytes():
     compiled = torch.compile(pointwise)
     _, codes = run_and_get_code(compiled, x)
     # One kernel reading x once (4096 bytes) and writing the result once (4096 bytes).
-    assert "= npu_kernel_charger(0, 'cpp_fused_" in codes[0]  # bound once per kernel
-    assert "    charge_cpp_fused_" in codes[0]  # called after each launch
-    assert "if not npu_estimating(): cpp_fused_" in codes[0]  # estimate-only mode skips the math
+    assert "= npu_kernel_launcher(0, 'cpp_fused_" in codes[0]  # bound once per kernel
+    assert "    launch_cpp_fused_" in codes[0]  # runs, charges and records each launch
     assert ", 4096, 4096, 1024)" in codes[0]
     torch.npu.synchronize()
     before = _C._timing_totals()["launches"]
@@ -156,7 +155,7 @@ def test_dynamic_shapes_price_kernels_from_their_tensors():
     _native.reset_kernel_totals()
     compiled = torch.compile(column_sum, dynamic=True)
     _, codes = run_and_get_code(compiled, torch.randn(37, 5, device="npu"))
-    assert "npu_charge_tensors('cpp_fused_" in codes[0]  # sizes are symbols: counted at run time
+    assert "npu_launch_counted(cpp_fused_" in codes[0]  # sizes are symbols: counted at run time
     for rows in (50, 8):
         x = torch.randn(rows, 5, device="npu")
         torch.testing.assert_close(compiled(x).cpu(), column_sum(x.cpu()), **TOLERANCE)

@@ -29,22 +29,22 @@ def _apply_dynamo_rules() -> None:
     dynamo_rules.apply()
 
 
-# What runs right after a module of Dynamo executes: the device interface as soon as Dynamo's
-# registry exists (Dynamo's own start-up may ask it), the tracing rules of torch.npu once the
-# whole torch._dynamo package (its rule tables and variable trackers) has loaded.
-_AFTER_IMPORT = {_DEVICE_INTERFACE_MODULE: _register_device_interface, _DYNAMO_PACKAGE: _apply_dynamo_rules}
+# Registrations that wait for a module to finish executing, by module name. install() puts the
+# device interface here (Dynamo's start-up may ask it as soon as its registry exists) and the
+# tracing rules of torch.npu (once the whole torch._dynamo package, its rule tables and variable
+# trackers, has loaded); other parts add theirs with after_import().
+_PENDING: dict[str, list] = {}
 
 
 class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Runs the npu registrations right after the modules of ``_AFTER_IMPORT`` execute."""
+    """Runs the registrations of ``_PENDING`` right after their module executes."""
 
-    def __init__(self, pending: set[str]) -> None:
+    def __init__(self) -> None:
         self._resolving = False
         self._wrapped: dict[str, importlib.abc.Loader] = {}
-        self._pending = pending
 
     def find_spec(self, fullname, path, target=None):
-        if fullname not in self._pending or self._resolving:
+        if fullname not in _PENDING or self._resolving:
             return None
         self._resolving = True
         try:
@@ -63,10 +63,28 @@ class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         name = module.__spec__.name
         self._wrapped.pop(name).exec_module(module)
-        self._pending.discard(name)
-        if not self._pending:
+        registrations = _PENDING.pop(name, [])
+        if not _PENDING:
             sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
-        _AFTER_IMPORT[name]()
+        for register in registrations:
+            register()
+
+
+def _fully_loaded(module: str) -> bool:
+    loaded = sys.modules.get(module)
+    return loaded is not None and getattr(getattr(loaded, "__spec__", None), "_initializing", False) is False
+
+
+def after_import(module: str, register) -> None:
+    """Run ``register`` now if ``module`` is loaded, else right after it loads (once)."""
+    if _fully_loaded(module):
+        register()
+        return
+    waiting = _PENDING.setdefault(module, [])
+    if register not in waiting:
+        waiting.append(register)
+    if not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterAfterImport())
 
 
 def install() -> None:
@@ -75,12 +93,13 @@ def install() -> None:
     install_torchair()
     if _DEVICE_INTERFACE_MODULE in sys.modules:
         _register_device_interface()
-    dynamo = sys.modules.get(_DYNAMO_PACKAGE)
-    if dynamo is not None and getattr(getattr(dynamo, "__spec__", None), "_initializing", False) is False:
-        _apply_dynamo_rules()
-    pending = {name for name in _AFTER_IMPORT if name not in sys.modules}
-    if pending and not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterAfterImport(pending))
+    else:
+        after_import(_DEVICE_INTERFACE_MODULE, _register_device_interface)
+    if _DYNAMO_PACKAGE in sys.modules:
+        if _fully_loaded(_DYNAMO_PACKAGE):
+            _apply_dynamo_rules()
+    else:
+        after_import(_DYNAMO_PACKAGE, _apply_dynamo_rules)
 
 
 def inductor_codegen(name: str):

@@ -28,6 +28,12 @@ def _lib() -> ctypes.CDLL:
         library.npusim_compile_charge_graph_launch.argtypes = [ctypes.c_int]
         library.npusim_compile_set_replaying_graph.restype = None
         library.npusim_compile_set_replaying_graph.argtypes = [ctypes.c_int]
+        library.npusim_compile_timing_snapshot.restype = None
+        library.npusim_compile_timing_snapshot.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_double)]
+        library.npusim_compile_charge_replayed_kernel.restype = ctypes.c_uint64
+        library.npusim_compile_charge_replayed_kernel.argtypes = [
+            ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_double
+        ]
         _library = library
     return _library
 
@@ -72,3 +78,19 @@ def set_replaying_graph(replaying: bool) -> None:
 
 def reset_kernel_totals() -> None:
     kernel_totals.clear()
+
+
+# perf::Unit order of the timing totals.
+UNITS = 6
+
+
+def timing_snapshot() -> tuple[tuple[int, ...], float]:
+    """(device ns charged so far by unit, cube FLOPs so far)."""
+    by_unit = (ctypes.c_uint64 * UNITS)()
+    flops = ctypes.c_double()
+    _lib().npusim_compile_timing_snapshot(by_unit, ctypes.byref(flops))
+    return tuple(by_unit), flops.value
+
+
+def charge_replayed_kernel(device: int, unit: int, device_ns: int, cube_flops: float) -> None:
+    _lib().npusim_compile_charge_replayed_kernel(device, unit, device_ns, cube_flops)

@@ -1,32 +1,38 @@
-"""``torch.npu.NPUGraph``: capture the operators of a region once, replay them many times.
+"""``torch.npu.NPUGraph``: capture the kernels of a region once, replay them many times.
 
-On the chip (aclgraph), capture records the kernels a region launches into a model that one
-host call replays, on the memory the capture used. npusim records the operators of the region
-(their arguments and the tensors they produced, which keep the captured memory in the graph's
-pool) and replay runs them again in order, writing each result into the captured output
-memory, so tensors the user kept from the capture see the new values, as on the chip.
+On the chip (aclgraph), capture records every kernel the capture stream launches into a model
+that one host call replays, on the memory the capture used. npusim records every operator
+issued on the capture stream during the region: the ones of the capturing thread, the autograd
+backward that runs inside the capture (on the autograd device thread, which inherits the
+capture), and the fused kernels of compiled (Inductor) code. Replay runs them again in order
+on the captured memory: in-place and ``out=`` operators as they were, functional operators
+through their ``out=`` overloads into the captured outputs, views and fresh allocations not at
+all (their memory exists already). So replay allocates nothing, and tensors the user kept from
+the capture (static inputs, outputs, gradients) see the new values, as on the chip. The
+captured memory stays the graph's until ``reset()`` (npusim.compile.graph_pool).
 
 The timeline prices a replay as the real stack runs it: one graph launch from the host, and
 each kernel's device time with no per-kernel host dispatch.
 
-Capture restrictions (as CUDA and torch_npu graphs): no synchronization, no host reads of
-device data (``.item()``, ``.cpu()``, data-dependent shapes) and no host-device copies inside
-a capture. Each raises the torch_npu-style error and ends the capture.
+Capture restrictions (as CUDA graphs and torch_npu's aclgraph): the capture runs on a
+non-default stream; no synchronization, no host reads of device data (``.item()``, ``.cpu()``,
+data-dependent shapes), no host-device copies (CPU-fallback operators included), and no device
+memory from outside the graph's pool (another device, ``caching_allocator_alloc``, ``empty_cache``) inside a capture. Each
+raises a torch_npu-style error and ends the capture.
 """
 
 from __future__ import annotations
 
 import ctypes
-import itertools
 import threading
 from typing import Any, Callable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_flatten
 
 from npusim._error_code import ErrCode, SubModule, error_suffix
-from npusim.compile import kernel_launch
+from npusim.compile import _native, graph_pool, kernel_launch
 
 __all__ = [
     "NPUGraph",
@@ -36,8 +42,10 @@ __all__ = [
     "is_current_stream_capturing",
 ]
 
-_state = threading.local()
-_pool_ids = itertools.count(1)
+# The capture in progress (one at a time, as the "global" capture mode of the chip): the
+# autograd device thread must see the capture that its backward belongs to.
+_active: "NPUGraph | None" = None
+_active_lock = threading.Lock()
 
 # Operators that make the host wait for device data: forbidden while capturing.
 _HOST_READS = {
@@ -52,6 +60,18 @@ _HOST_READS = {
     "aten::equal",
 }
 
+# The timeline's unit of CPU-fallback operators (perf::Unit order, _native.timing_snapshot).
+_CPU_FALLBACK_UNIT = 3
+
+# Fresh allocations: replay leaves them alone (the memory exists, its contents are undefined).
+_ALLOCATIONS = {
+    "aten::empty",
+    "aten::empty_strided",
+    "aten::empty_like",
+    "aten::new_empty",
+    "aten::new_empty_strided",
+}
+
 
 def _capture_error(what: str) -> RuntimeError:
     return RuntimeError(
@@ -61,31 +81,31 @@ def _capture_error(what: str) -> RuntimeError:
     )
 
 
-def uncapturable(kernel: str) -> RuntimeError:
-    """The error for an Inductor-generated npu kernel inside a capture (it runs outside the
-    dispatcher, so npusim cannot record it)."""
+def _outside_pool_error(what: str) -> RuntimeError:
     return RuntimeError(
-        f"The Inductor kernel {kernel} cannot be captured into an NPUGraph by npusim: compiled "
-        "regions run their fused kernels outside the operator dispatcher. Capture the eager "
-        "region, or compile without capturing." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+        f"{what} is not permitted when stream is capturing: device memory used inside an NPUGraph "
+        "capture must come from the graph's memory pool (the capture device, through the caching "
+        "allocator), since replay reuses exactly the captured memory."
+        + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
     )
 
 
 def is_current_stream_capturing() -> bool:
-    r"""Whether the current stream is capturing an NPUGraph (on this thread)."""
-    return getattr(_state, "capture", None) is not None
+    r"""Whether the current stream is capturing an NPUGraph."""
+    capture = _active
+    if capture is None:
+        return False
+    return torch.npu.current_stream() == capture._stream
+
+
+def active_capture() -> "NPUGraph | None":
+    """The capture in progress, if any (for npusim's own launch paths)."""
+    return _active
 
 
 def graph_pool_handle() -> tuple[int, int]:
     r"""A memory pool id that several graphs can share (``NPUGraph.capture_begin(pool=...)``)."""
-    return (0, next(_pool_ids))
-
-
-class _Operation:
-    __slots__ = ("func", "args", "kwargs", "outputs")
-
-    def __init__(self, func, args, kwargs, outputs):
-        self.func, self.args, self.kwargs, self.outputs = func, args, kwargs, outputs
+    return graph_pool.new_pool_handle()
 
 
 def _host_alias(tensor: torch.Tensor) -> torch.Tensor:
@@ -99,8 +119,111 @@ def _host_alias(tensor: torch.Tensor) -> torch.Tensor:
     return flat.as_strided(tensor.shape, tensor.stride(), tensor.storage_offset())
 
 
+def _write_back(captured: Any, fresh: Any) -> None:
+    # Results land in the captured output memory (host aliases of it: a move of the kernel's own
+    # output, not a device copy, so it is not charged).
+    captured_flat, _ = tree_flatten(captured)
+    fresh_flat, _ = tree_flatten(fresh)
+    for old, new in zip(captured_flat, fresh_flat):
+        if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor) and old is not new:
+            old.copy_(new)
+
+
+def _on_host(value: Any) -> Any:
+    """``value`` with every npu tensor replaced by its host alias and npu devices by the CPU:
+    the operator then runs the very CPU kernel the executor runs, on the same memory."""
+    if isinstance(value, torch.Tensor):
+        return _host_alias(value) if value.device.type == "npu" else value
+    if isinstance(value, torch.device):
+        return torch.device("cpu") if value.type == "npu" else value
+    if isinstance(value, (list, tuple)):
+        mapped = [_on_host(v) for v in value]
+        return mapped if isinstance(value, list) else tuple(mapped)
+    if isinstance(value, dict):
+        return {k: _on_host(v) for k, v in value.items()}
+    if isinstance(value, str) and value.startswith("npu"):
+        return "cpu"
+    return value
+
+
+class _Operation:
+    """One captured operator, what it cost on the timeline, and how replay runs it again."""
+
+    __slots__ = ("func", "args", "kwargs", "outputs", "costs", "replay")
+
+    def __init__(self, func, args, kwargs, outputs, costs):
+        self.func, self.args, self.kwargs, self.outputs = func, args, kwargs, outputs
+        self.costs = costs  # ((unit, device ns, cube FLOPs), ...) charged when it was captured
+        self.replay: Callable[[], None] | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.func)
+
+    def plan(self, device: int) -> str:
+        """Chooses how replay reruns this operator; returns the choice (for debug_dump).
+
+        Replay runs the operator's CPU kernel on host aliases of the captured device memory (as
+        the executor runs every npu operator), so it allocates no device memory, and charges the
+        device time the operator cost at capture, with no host dispatch."""
+
+        func = self.func
+        schema = func._schema
+        returns = schema.returns
+        costs = self.costs
+        charge = _native.charge_replayed_kernel
+
+        def charged(run: Callable[[], None] | None) -> Callable[[], None] | None:
+            # In estimate-only mode (npusim.estimate()) buffers have shapes, not data: replay
+            # only charges.
+            if not costs:
+                return None if run is None else (lambda: None if kernel_launch.npu_estimating() else run())
+
+            def step() -> None:
+                if run is not None and not kernel_launch.npu_estimating():
+                    run()
+                for unit, device_ns, flops in costs:
+                    charge(device, unit, device_ns, flops)
+
+            return step
+
+        if schema.name in _ALLOCATIONS:
+            self.replay = charged(None)
+            return "allocation"
+        if returns and all(r.alias_info is not None and not r.alias_info.is_write for r in returns):
+            self.replay = charged(None)
+            return "view"
+        args, kwargs = _on_host(self.args), _on_host(self.kwargs)
+        if not returns or any(r.alias_info is not None and r.alias_info.is_write for r in returns):
+            # In place or out=: the kernel writes the captured memory itself.
+            self.replay = charged(lambda: func(*args, **kwargs))
+            return "in place"
+        # A functional operator: its result is written into the captured output memory (a host
+        # temporary, never device memory).
+        captured = _on_host(self.outputs)
+
+        def run() -> None:
+            _write_back(captured, func(*args, **kwargs))
+
+        self.replay = charged(run)
+        return "functional"
+
+
+class _KernelLaunch:
+    """A fused kernel of compiled code, captured with the tensors it was launched on."""
+
+    __slots__ = ("name", "replay", "tensors")
+
+    def __init__(self, name: str, replay: Callable[[], None], tensors: tuple):
+        self.name, self.replay, self.tensors = name, replay, tensors
+
+    def plan(self, device: int) -> str:
+        return "compiled kernel"
+
+
 class _CaptureMode(TorchDispatchMode):
-    """Records every operator of the region; refuses host reads and host-device copies."""
+    """Records every operator of the capture; refuses host reads, host-device copies and
+    memory from outside the graph's pool."""
 
     def __init__(self, graph: NPUGraph):
         super().__init__()
@@ -109,17 +232,35 @@ class _CaptureMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func._schema.name
-        if name in _HOST_READS:
+        tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        devices = {t.device.type for t in tensors}
+        if name in _HOST_READS and "npu" in devices:
             raise _capture_error(f"{name} (a host read of device data)")
-        if name in ("aten::copy_", "aten::_to_copy", "aten::_copy_from"):
-            devices = {t.device.type for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+        if name in ("aten::copy_", "aten::_to_copy", "aten::_copy_from", "aten::_copy_from_and_resize"):
             target = kwargs.get("device")
             if target is not None:
                 devices.add(torch.device(target).type)
             if "cpu" in devices and "npu" in devices:
                 raise _capture_error(f"{name} between host and device")
+        before, flops_before = _native.timing_snapshot()
         outputs = func(*args, **kwargs)
-        self.graph._operations.append(_Operation(func, args, kwargs, outputs))
+        after, flops_after = _native.timing_snapshot()
+        costs = tuple(
+            (unit, after[unit] - before[unit], (flops_after - flops_before) if unit == 0 else 0.0)
+            for unit in range(len(after)) if after[unit] != before[unit]
+        )
+        if any(unit == _CPU_FALLBACK_UNIT for unit, _, _ in costs):
+            # The real stack runs it on the host through device-to-host and host-to-device
+            # copies, which a capture cannot contain.
+            raise _capture_error(f"{name} (not supported on the NPU backend: a CPU fallback, which copies "
+                                 "device data to the host)")
+        capture_device = self.graph._device
+        for result in tree_flatten(outputs)[0]:
+            if isinstance(result, torch.Tensor) and result.device.type == "npu" and result.device.index != capture_device:
+                raise _outside_pool_error(f"{name} allocating on {result.device} while capturing on npu:{capture_device}")
+        if func.namespace == "profiler":
+            return outputs  # record_function markers: host-side annotations, no kernel
+        self.graph._operations.append(_Operation(func, args, kwargs, outputs, costs))
         return outputs
 
 
@@ -130,38 +271,55 @@ class NPUGraph:
     """
 
     def __init__(self, keep_graph: bool = False):
-        self._operations: list[_Operation] = []
+        self._operations: list = []
         self._mode: _CaptureMode | None = None
         self._pool: tuple[int, int] | None = None
         self._device = -1
+        self._stream = None
         self._captured = False
-        self._saved_synchronize: dict[str, Callable] = {}
+        self._saved: dict[str, tuple[Any, str, Callable]] = {}
+        self._plans: list[str] = []
+        self._steps: list[Callable[[], None]] = []
 
     def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
-        r"""Begin capturing the operators of the current thread into this graph."""
+        r"""Begin capturing the kernels issued on the current stream into this graph."""
+        global _active
         if capture_error_mode not in ("global", "thread_local", "relaxed"):
             raise RuntimeError(
                 f"Unknown capture_error_mode {capture_error_mode!r}; expected 'global', 'thread_local' "
                 "or 'relaxed'." + error_suffix(SubModule.GRAPH, ErrCode.VALUE)
             )
-        if is_current_stream_capturing():
-            raise RuntimeError(
-                "Cannot begin a capture: the current stream is already capturing."
-                + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
-            )
         if self._captured:
             raise RuntimeError(
-                "This NPUGraph already holds a capture; call reset() before capturing again."
-                + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+                "This NPUGraph instance already owns a captured graph. To capture a new graph, "
+                "create a new instance." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
             )
-        torch.npu.synchronize()  # as on the chip: the capture starts on an idle stream
-        self._pool = pool if pool is not None else graph_pool_handle()
-        self._device = torch.npu.current_device()
-        self._operations = []
+        stream = torch.npu.current_stream()
+        if stream == torch.npu.default_stream():
+            raise RuntimeError(
+                "NPU graphs must be captured on a non-default stream. (However, after capture, it's ok "
+                "to replay them on the default stream.)" + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        with _active_lock:
+            if _active is not None:
+                raise RuntimeError(
+                    "Cannot begin a capture: another NPUGraph capture is in progress."
+                    + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+                )
+            _active = self
+        try:
+            stream.synchronize()  # as on the chip: the capture starts on an idle stream
+            self._pool = pool if pool is not None and any(pool) else graph_pool_handle()
+            self._device = torch.npu.current_device()
+            self._stream = stream
+            self._operations = []
+            graph_pool.begin_allocate_to_pool(self._device, self._pool)
+        except BaseException:
+            _active = None
+            raise
         self._mode = _CaptureMode(self)
-        _state.capture = self
         kernel_launch.active_captures += 1
-        self._forbid_synchronization()
+        self._forbid_outside_calls()
         self._mode.__enter__()
 
     def capture_end(self) -> None:
@@ -170,93 +328,102 @@ class NPUGraph:
             raise RuntimeError(
                 "capture_end() without capture_begin()." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
             )
+        if torch.npu.current_stream() != self._stream:
+            raise RuntimeError(
+                "Capture must end on the same stream it began on." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
         self._finish_capture()
+        self._plans = [operation.plan(self._device) for operation in self._operations]
+        self._steps = [operation.replay for operation in self._operations if operation.replay is not None]
         self._captured = True
 
     def _finish_capture(self) -> None:
+        global _active
         mode, self._mode = self._mode, None
-        mode.__exit__(None, None, None)
-        self._allow_synchronization()
-        _state.capture = None
-        kernel_launch.active_captures -= 1
+        try:
+            mode.__exit__(None, None, None)
+        finally:
+            self._allow_outside_calls()
+            kernel_launch.active_captures -= 1
+            graph_pool.end_allocate_to_pool(self._device, self._pool)
+            _active = None
 
     def _abort_capture(self) -> None:
         if self._mode is not None:
             self._finish_capture()
         self._operations = []
+        self._steps = []
 
-    def _forbid_synchronization(self) -> None:
+    def _forbid_outside_calls(self) -> None:
+        """Synchronization and raw allocator calls refuse while the capture runs."""
+        from npusim.npu import memory
+
         npu = torch.npu
 
-        def refuse(what: str):
-            def synchronize(*args, **kwargs):
-                raise _capture_error(what)
+        def refuse(what: str, error: Callable[[str], RuntimeError]):
+            def refused(*args, **kwargs):
+                raise error(what)
 
-            return synchronize
+            return refused
 
-        self._saved_synchronize = {
-            "synchronize": npu.synchronize,
-            "Stream.synchronize": npu.Stream.synchronize,
-            "Event.synchronize": npu.Event.synchronize,
-        }
-        npu.synchronize = refuse("torch.npu.synchronize()")
-        npu.Stream.synchronize = refuse("Stream.synchronize()")
-        npu.Event.synchronize = refuse("Event.synchronize()")
+        targets = [
+            (npu, "synchronize", "torch.npu.synchronize()", _capture_error),
+            (npu.Stream, "synchronize", "Stream.synchronize()", _capture_error),
+            (npu.Event, "synchronize", "Event.synchronize()", _capture_error),
+            (npu, "caching_allocator_alloc", "torch.npu.caching_allocator_alloc()", _outside_pool_error),
+            (npu, "empty_cache", "torch.npu.empty_cache()", _outside_pool_error),
+        ]
+        self._saved = {}
+        for owner, attribute, what, error in targets:
+            original = getattr(owner, attribute, None)
+            if original is None:
+                continue
+            self._saved[what] = (owner, attribute, original)
+            setattr(owner, attribute, refuse(what, error))
+        for attribute, what in (("caching_allocator_alloc", "torch.npu.caching_allocator_alloc()"),
+                                ("empty_cache", "torch.npu.empty_cache()")):
+            original = getattr(memory, attribute, None)
+            if original is not None:
+                self._saved["memory." + attribute] = (memory, attribute, original)
+                setattr(memory, attribute, refuse(what, _outside_pool_error))
 
-    def _allow_synchronization(self) -> None:
-        npu = torch.npu
-        if self._saved_synchronize:
-            npu.synchronize = self._saved_synchronize["synchronize"]
-            npu.Stream.synchronize = self._saved_synchronize["Stream.synchronize"]
-            npu.Event.synchronize = self._saved_synchronize["Event.synchronize"]
-            self._saved_synchronize = {}
+    def _allow_outside_calls(self) -> None:
+        for owner, attribute, original in self._saved.values():
+            setattr(owner, attribute, original)
+        self._saved = {}
 
     def replay(self) -> None:
-        r"""Run the captured operators again on the captured memory."""
+        r"""Run the captured kernels again on the captured memory (one graph launch)."""
         if not self._captured:
             raise RuntimeError(
-                "Called NPUGraph.replay without a preceding successful capture."
+                "Called NPUGraph::replay without a preceding successful capture."
                 + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
             )
-        from npusim.compile import _native
-
-        _native.charge_graph_launch(self._device)
-        _native.set_replaying_graph(True)
-        try:
-            for operation in self._operations:
-                fresh = operation.func(*operation.args, **operation.kwargs)
-                self._write_back(operation.outputs, fresh)
-        finally:
-            _native.set_replaying_graph(False)
-
-    @staticmethod
-    def _write_back(captured: Any, fresh: Any) -> None:
-        # Results land in the captured output memory (a host-side move of the kernel's own
-        # output, not a device copy: it is not charged).
-        captured_flat, _ = tree_flatten(captured)
-        fresh_flat, _ = tree_flatten(fresh)
-        for old, new in zip(captured_flat, fresh_flat):
-            if not isinstance(old, torch.Tensor) or old is new:
-                continue
-            if old.device.type == "npu" and new.device.type == "npu":
-                if old.untyped_storage().data_ptr() == new.untyped_storage().data_ptr():
-                    continue  # in place: already written
+        with torch.npu.device(self._device):
+            _native.charge_graph_launch(self._device)
+            _native.set_replaying_graph(True)
+            try:
                 with torch.no_grad():
-                    _host_alias(old).copy_(_host_alias(new))
-            else:
-                with torch.no_grad():
-                    old.copy_(new)
+                    for step in self._steps:
+                        step()
+            finally:
+                _native.set_replaying_graph(False)
 
     def reset(self) -> None:
         r"""Release the capture and the memory it held."""
+        was_captured = self._captured
         self._abort_capture()
         self._captured = False
+        self._plans = []
+        if was_captured:
+            graph_pool.release_pool(self._device, self._pool)
 
     def pool(self) -> tuple[int, int]:
         r"""The id of this graph's memory pool (to share it with another capture)."""
         if self._pool is None:
             raise RuntimeError(
-                "NPUGraph.pool() before a capture." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+                "Called NPUGraph::pool() without a preceding successful capture."
+                + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
             )
         return self._pool
 
@@ -264,42 +431,55 @@ class NPUGraph:
         r"""Keep the captured operators for :meth:`debug_dump` (always kept in npusim)."""
 
     def debug_dump(self, debug_path: str) -> None:
-        r"""Write the captured operators, one a line, to ``debug_path``."""
+        r"""Write the captured kernels, one a line with how replay runs it, to ``debug_path``."""
         with open(debug_path, "w", encoding="utf-8") as out:
-            for operation in self._operations:
-                out.write(f"{operation.func}\n")
+            for operation, plan in zip(self._operations, self._plans):
+                out.write(f"{operation.name}\t{plan}\n")
 
     @property
     def operators(self) -> list[str]:
-        """The captured operators, in order (npusim's view of the captured kernels)."""
-        return [str(operation.func) for operation in self._operations]
+        """The captured kernels, in order (npusim's view of the graph)."""
+        return [operation.name for operation in self._operations]
+
+    @property
+    def replay_plan(self) -> list[tuple[str, str]]:
+        """(kernel, how replay runs it) for each captured kernel."""
+        return list(zip(self.operators, self._plans))
+
+    def _record_kernel(self, name: str, replay: Callable[[], None], tensors: tuple) -> None:
+        self._operations.append(_KernelLaunch(name, replay, tensors))
 
 
 class graph:
-    r"""Context manager that captures the operators of its body into ``npu_graph``.
+    r"""Context manager that captures the kernels of its body into ``npu_graph``.
 
     Args:
         npu_graph (NPUGraph): the graph to capture into.
         pool (optional): a pool id from :func:`graph_pool_handle` or ``other_graph.pool()``.
-        stream (torch.npu.Stream, optional): the capture stream.
+        stream (torch.npu.Stream, optional): the capture stream; by default a side stream
+            shared by all captures (a capture cannot run on the default stream).
         capture_error_mode (str, optional): "global", "thread_local" or "relaxed".
     """
 
-    default_capture_stream: torch.npu.Stream | None = None
+    default_capture_stream = None
 
     def __init__(self, npu_graph: NPUGraph, pool=None, stream=None, capture_error_mode: str = "global"):
+        if self.__class__.default_capture_stream is None:
+            self.__class__.default_capture_stream = torch.npu.Stream()
         self.npu_graph = npu_graph
-        self.pool = pool
-        self.stream = stream
+        self.pool = () if pool is None else (pool,)
+        self.capture_stream = stream if stream is not None else self.__class__.default_capture_stream
         self.capture_error_mode = capture_error_mode
-        self._stream_context = None
+        self._stream_context = torch.npu.stream(self.capture_stream)
 
     def __enter__(self):
         torch.npu.synchronize()
-        if self.stream is not None:
-            self._stream_context = torch.npu.stream(self.stream)
-            self._stream_context.__enter__()
-        self.npu_graph.capture_begin(self.pool, capture_error_mode=self.capture_error_mode)
+        self._stream_context.__enter__()
+        try:
+            self.npu_graph.capture_begin(*self.pool, capture_error_mode=self.capture_error_mode)
+        except BaseException as error:
+            self._stream_context.__exit__(type(error), error, error.__traceback__)
+            raise
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
@@ -309,58 +489,176 @@ class graph:
             else:
                 self.npu_graph._abort_capture()
         finally:
-            if self._stream_context is not None:
-                self._stream_context.__exit__(exc_type, exc_value, traceback)
+            self._stream_context.__exit__(exc_type, exc_value, traceback)
         return False
+
+
+def _graphed_error(message: str) -> RuntimeError:
+    return RuntimeError(message + error_suffix(SubModule.GRAPH, ErrCode.PARAM))
 
 
 def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3, allow_unused_input: bool = False,
                            pool=None):
-    r"""Graphed versions of ``callables`` (functions or modules): each call copies its
-    arguments into the captured inputs and replays the forward graph.
+    r"""Graphed versions of ``callables`` (functions or modules), forward and backward.
 
-    npusim captures the forward pass; autograd of a graphed callable is not captured (the
-    returned callable raises torch_npu's not-supported error when its inputs require grad).
+    As ``torch.cuda.make_graphed_callables``: each callable runs ``num_warmup_iters`` times on a
+    side stream, then its forward is captured into one graph and its backward (the gradients of
+    its outputs with respect to its inputs and parameters that require grad) into another, all
+    in one memory pool. A call copies its arguments into the captured inputs and replays the
+    forward graph; its backward copies the incoming gradients into the captured ones and replays
+    the backward graph. A graphed module keeps its original forward for the other of
+    training/eval mode.
     """
+    if torch.is_autocast_enabled() and torch.is_autocast_cache_enabled():
+        raise RuntimeError(
+            "make_graphed_callables does not support the autocast caching. Please set `cache_enabled=False`."
+        )
     single = not isinstance(callables, tuple)
     if single:
         callables, sample_args = (callables,), (sample_args,)
-    graphed = []
+    flat_args = []
     for function, args in zip(callables, sample_args):
+        if isinstance(function, torch.nn.Module):
+            if function._backward_hooks or function._forward_hooks or function._forward_pre_hooks:
+                raise _graphed_error(
+                    "Modules must not have hooks registered at the time they are passed. However, registering "
+                    "hooks on modules after passing them through make_graphed_callables is allowed."
+                )
+            if any(b.requires_grad for b in function.buffers()):
+                raise _graphed_error(
+                    "In any :class:`~torch.nn.Module` passed to :func:`~make_graphed_callables`, only parameters "
+                    "may be trainable. All buffers must have ``requires_grad=False``."
+                )
         args = args if isinstance(args, tuple) else (args,)
-        if any(isinstance(a, torch.Tensor) and a.requires_grad for a in args) or (
-            isinstance(function, torch.nn.Module) and any(p.requires_grad for p in function.parameters())
-            and torch.is_grad_enabled()
-        ):
-            raise RuntimeError(
-                "make_graphed_callables: npusim captures forward passes only; call it under "
-                "torch.no_grad() or with inputs and parameters that do not require grad."
-                + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+        leaves = tuple(torch.utils._pytree.arg_tree_leaves(*args))
+        if not all(isinstance(a, torch.Tensor) for a in leaves):
+            raise _graphed_error(
+                "In the beta API, sample_args for each callable must contain only Tensors. Other types are not allowed."
             )
-        for _ in range(num_warmup_iters):
-            function(*args)
-        npu_graph = NPUGraph()
-        with graph(npu_graph, pool=pool):
-            static_outputs = function(*args)
-        graphed.append(_GraphedCallable(npu_graph, args, static_outputs))
+        flat_args.append(leaves)
+    sample_args = tuple(a if isinstance(a, tuple) else (a,) for a in sample_args)
+    params = [tuple(f.parameters()) if isinstance(f, torch.nn.Module) else () for f in callables]
+    surfaces = [flat_args[i] + params[i] for i in range(len(callables))]
+    mempool = graph_pool_handle() if pool is None else pool
+
+    torch.npu.synchronize()
+    with torch.npu.stream(torch.npu.Stream()):
+        for function, args, surface in zip(callables, sample_args, surfaces):
+            for _ in range(num_warmup_iters):
+                outputs = torch.utils._pytree.tree_leaves(function(*args))
+                needing = tuple(o for o in outputs if o.requires_grad)
+                if needing:
+                    torch.autograd.grad(
+                        outputs=needing,
+                        inputs=tuple(i for i in surface if i.requires_grad),
+                        grad_outputs=tuple(torch.empty_like(o) for o in needing),
+                        only_inputs=True,
+                        allow_unused=allow_unused_input,
+                    )
+            del outputs
+    torch.npu.synchronize()
+
+    # Forward graphs in call order, backward graphs in reverse: the order they replay in.
+    forward_graphs, static_outputs, specs = [], [], []
+    for function, args in zip(callables, sample_args):
+        forward_graph = NPUGraph()
+        with graph(forward_graph, pool=mempool):
+            outputs = function(*args)
+        flat, spec = tree_flatten(outputs)
+        forward_graphs.append(forward_graph)
+        static_outputs.append(tuple(flat))
+        specs.append(spec)
+    backward_graphs, static_grad_outputs, static_grad_inputs = [], [], []
+    for surface, outputs in zip(reversed(surfaces), reversed(static_outputs)):
+        grad_outputs = tuple(torch.empty_like(o) if o.requires_grad else None for o in outputs)
+        needing = tuple(o for o in outputs if o.requires_grad)
+        backward_graph = NPUGraph()
+        grads = None
+        if needing:
+            with graph(backward_graph, pool=mempool):
+                grads = torch.autograd.grad(
+                    outputs=needing,
+                    inputs=tuple(i for i in surface if i.requires_grad),
+                    grad_outputs=tuple(g for g in grad_outputs if g is not None),
+                    only_inputs=True,
+                    allow_unused=allow_unused_input,
+                )
+        grad_inputs, index = [], 0
+        for tensor in surface:
+            if tensor.requires_grad and grads is not None:
+                grad_inputs.append(grads[index])
+                index += 1
+            else:
+                grad_inputs.append(None)
+        backward_graphs.append(backward_graph)
+        static_grad_outputs.append(grad_outputs)
+        static_grad_inputs.append(tuple(grad_inputs))
+    backward_graphs.reverse()
+    static_grad_outputs.reverse()
+    static_grad_inputs.reverse()
+
+    graphed = []
+    for i, function in enumerate(callables):
+        run = _graphed_function(
+            forward_graphs[i], backward_graphs[i], params[i], len(flat_args[i]), specs[i], surfaces[i],
+            static_outputs[i], static_grad_outputs[i], static_grad_inputs[i],
+        )
+        if isinstance(function, torch.nn.Module):
+            function.forward = _graphed_forward(function, function.training, run, function.forward)
+            graphed.append(function)
+        else:
+            graphed.append(run)
     return graphed[0] if single else tuple(graphed)
 
 
-class _GraphedCallable:
-    def __init__(self, npu_graph: NPUGraph, static_inputs: tuple, static_outputs: Any):
-        self.graph = npu_graph
-        self.static_inputs = static_inputs
-        self.static_outputs = static_outputs
+def _graphed_function(forward_graph, backward_graph, module_params, user_count, spec, surface, outputs,
+                      grad_outputs, grad_inputs):
+    # The gradients backward returns are views of the graph's memory that this closure keeps a
+    # reference to: autograd then copies them into ``.grad`` instead of adopting the buffer that
+    # the next replay overwrites, so gradients accumulate over steps as in eager mode.
+    returned_grads = tuple(g.detach() if g is not None else None for g in grad_inputs)
 
-    def __call__(self, *args):
-        if len(args) != len(self.static_inputs):
-            raise RuntimeError(
-                f"graphed callable expects {len(self.static_inputs)} arguments, got {len(args)}"
-                + error_suffix(SubModule.GRAPH, ErrCode.PARAM)
-            )
-        with torch.no_grad():
-            for static, value in zip(self.static_inputs, args):
-                if isinstance(static, torch.Tensor) and static is not value:
-                    static.copy_(value)
-        self.graph.replay()
-        return tree_map(lambda t: t.detach() if isinstance(t, torch.Tensor) else t, self.static_outputs)
+    class Graphed(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            for i in range(user_count):
+                if surface[i].data_ptr() != inputs[i].data_ptr():
+                    surface[i].copy_(inputs[i])
+            forward_graph.replay()
+            return tuple(o.detach() for o in outputs)
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, *grads):
+            if len(grads) != len(grad_outputs):
+                raise _graphed_error(
+                    f"graphed callable: {len(grads)} gradients for {len(grad_outputs)} outputs"
+                )
+            for static, grad in zip(grad_outputs, grads):
+                if static is not None and grad is not None and static.data_ptr() != grad.data_ptr():
+                    static.copy_(grad)
+            backward_graph.replay()
+            return returned_grads
+
+    def functionalized(*user_args):
+        leaves = tuple(torch.utils._pytree.arg_tree_leaves(*user_args))
+        if len(leaves) != user_count:
+            raise _graphed_error(f"graphed callable expects {user_count} tensor arguments, got {len(leaves)}")
+        result = Graphed.apply(*(leaves + module_params))
+        return torch.utils._pytree.tree_unflatten(result, spec)
+
+    functionalized.forward_graph = forward_graph
+    functionalized.backward_graph = backward_graph
+    return functionalized
+
+
+def _graphed_forward(module, training: bool, run, original):
+    def forward(*args, **kwargs):
+        # The graphs hold the mode they were captured in; the other mode runs eagerly.
+        if module.training == training:
+            return run(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    forward.forward_graph = run.forward_graph
+    forward.backward_graph = run.backward_graph
+    return forward

@@ -136,8 +136,7 @@ def _wrapper_class():
         def write_header(self) -> None:
             super().write_header()
             self.imports.splice(
-                "from npusim.compile.kernel_launch import npu_charge_kernel, npu_charge_tensors, "
-                "npu_estimating, npu_kernel_charger\n"
+                "from npusim.compile.kernel_launch import npu_kernel_launcher, npu_launch_counted\n"
                 "npu_device = torch.device('npu')",
                 strip=True,
             )
@@ -147,18 +146,18 @@ def _wrapper_class():
             # A device object is parsed faster than its name, on each of a step's allocations.
             return line.replace("device='npu'", "device=npu_device")
 
-        def _kernel_charger(self, device_index: int, kernel_name: str, traffic: tuple[int, int, int]) -> str:
-            """The module-level name of the charging function of one kernel (defined once)."""
-            charger = f"charge_{kernel_name}"
-            defined = self.__dict__.setdefault("_npusim_chargers", set())
-            if charger not in defined:
-                defined.add(charger)
+        def _kernel_launcher(self, device_index: int, kernel_name: str, traffic: tuple[int, int, int]) -> str:
+            """The module-level name of the launcher of one kernel (defined once)."""
+            launcher = f"launch_{kernel_name}"
+            defined = self.__dict__.setdefault("_npusim_launchers", set())
+            if launcher not in defined:
+                defined.add(launcher)
                 read_bytes, written_bytes, elements = traffic
                 self.header.writeline(
-                    f"{charger} = npu_kernel_charger({device_index}, {kernel_name!r}, {read_bytes}, "
+                    f"{launcher} = npu_kernel_launcher({device_index}, {kernel_name!r}, {read_bytes}, "
                     f"{written_bytes}, {elements})"
                 )
-            return charger
+            return launcher
 
         def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, triton=True,
                                          arg_types=None, **kwargs):
@@ -186,17 +185,20 @@ def _wrapper_class():
                     writes.append(name)
                     if has_inputs and not seen_input:
                         reads.append(name)
-            # Estimate-only mode (npusim.estimate()) prices kernels without computing them, as
-            # it does for eager operators: the buffers have shapes, not data.
-            self.writeline(f"if not npu_estimating(): {self.wrap_kernel_call(kernel_name, call_args)}")
+            # One call launches the kernel (not in estimate-only mode, where buffers have shapes
+            # but no data), charges it, and records it into an NPUGraph capture in progress.
+            arguments = "(" + "".join(f"{a}, " for a in call_args) + ")"
             static = _static_traffic(reads, writes)
             if static is not None:
                 # Static shapes: the bytes are known now; the launch only charges them.
-                self.writeline(f"{self._kernel_charger(device.index or 0, kernel_name, static)}()")
+                launcher = self._kernel_launcher(device.index or 0, kernel_name, static)
+                self.writeline(f"{launcher}({kernel_name}, {arguments})")
             else:
                 read_args = "".join(f"{a}, " for a in reads)
                 write_args = "".join(f"{a}, " for a in writes)
-                self.writeline(f"npu_charge_tensors({kernel_name!r}, ({read_args}), ({write_args}))")
+                self.writeline(
+                    f"npu_launch_counted({kernel_name}, {arguments}, {kernel_name!r}, ({read_args}), ({write_args}))"
+                )
 
     return NpuPythonWrapperCodegen
 
@@ -355,7 +357,8 @@ def register() -> None:
     _npu_variance_as_on_cpu()
     _npu_kernels_use_cpu_backend()
     _apply_fallback_list()
-    from npusim.compile import inductor_streams
+    from npusim.compile import inductor_streams, npu_graph_trees
 
     inductor_streams.install()
+    npu_graph_trees.install()
     _REGISTERED = True

@@ -4,7 +4,9 @@ TorchAir is Ascend's torch.compile backend: ``torch.compile(model,
 backend=torchair.get_npu_backend(compiler_config=config))``. Its two modes map to npusim's
 graph mode: ``"max-autotune"`` (whole-graph GE compilation on the chip) and
 ``"reduce-overhead"`` (aclgraph capture) both compile with npusim's Inductor npu backend, so
-TorchAir code runs unchanged and its compiled graphs are priced as fused kernels.
+TorchAir code runs unchanged and its compiled graphs are priced as fused kernels;
+``"reduce-overhead"`` also captures the compiled graphs into NPUGraphs and replays them, as
+``torch.compile(mode="reduce-overhead")`` does (npusim.compile.npu_graph_trees).
 """
 
 from __future__ import annotations
@@ -54,9 +56,11 @@ def get_compiler(compiler_config: CompilerConfig | None = None) -> Callable:
     config = compiler_config or CompilerConfig()
 
     def compile_graph(graph_module, example_inputs):
+        from torch._inductor import config as inductor_config
         from torch._inductor.compile_fx import compile_fx
 
-        return compile_fx(graph_module, example_inputs)
+        with inductor_config.patch({"triton.cudagraphs": config.mode == "reduce-overhead"}):
+            return compile_fx(graph_module, example_inputs)
 
     compile_graph.compiler_config = config
     return compile_graph
