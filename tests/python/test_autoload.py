@@ -1,6 +1,6 @@
 """``import torch`` loads npusim through the ``torch.backends`` entry point (contract §2)."""
 
-from conftest import run_python
+from python_subprocess import run_python
 
 
 def test_import_torch_alone_gives_torch_npu(autoload_folder):

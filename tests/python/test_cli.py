@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import subprocess_env
+from python_subprocess import subprocess_env
 
 PROGRAM = """
 import sys

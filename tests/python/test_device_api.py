@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import npusim  # noqa: F401
-from conftest import run_python
+from python_subprocess import run_python
 
 
 def test_availability_and_count():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import npusim  # noqa: F401
-from conftest import run_python
+from python_subprocess import run_python
 
 
 def test_set_device_out_of_range():

@@ -3,7 +3,7 @@
 import torch
 
 import npusim  # noqa: F401
-from conftest import run_python
+from python_subprocess import run_python
 
 
 def test_manual_seed_reproducible():

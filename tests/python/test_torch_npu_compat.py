@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import npusim
-from conftest import run_python
+from python_subprocess import run_python
 
 
 def test_import_torch_npu():

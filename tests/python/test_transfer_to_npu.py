@@ -7,7 +7,7 @@ output is checked by its own test), the others run their own.
 
 import pytest
 
-from conftest import run_python
+from python_subprocess import run_python
 
 PRELUDE = """
 import warnings
