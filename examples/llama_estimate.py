@@ -87,14 +87,18 @@ class Setup:
 # --no-gradient-accumulation-fusion, --clip-grad 1.0, --untie-embeddings-and-output-weights and
 # --make-vocab-size-divisible-by 1 (vocabulary 32000).
 SETUPS = {
-    # Script: zzhx1/Hetaceso-ModelLink (a ModelLink/MindSpeed-LLM fork) examples/legacy/llama2/pretrain_llama2_7b_ptd.sh
-    # @ eb6ef3fa5b882fe084e16c59383540f901ce306d: TP1 PP2 (DP4 on 8 NPUs), seq 4096, mbs 1, gbs 256, --bf16,
-    # --use-fused-swiglu --use-fused-rotary-pos-emb --use-distributed-optimizer --overlap-grad-reduce.
-    # The 4241 tokens/s/p figure itself was not found in the stored README versions (see the README section).
+    # Script: zzhx1/Hetaceso-ModelLink (a ModelLink/MindSpeed-LLM fork) examples/llama2/pretrain_llama2_7b_ptd.sh
+    # @ fac53894155a84a638c547809650df29b86697c9 (the same as examples/legacy/llama2/... @ eb6ef3fa5b88): TP1 PP2
+    # (DP4 on 8 NPUs), seq 4096, mbs 1, gbs 256, --bf16, --use-fused-swiglu --use-fused-rotary-pos-emb
+    # --use-distributed-optimizer --overlap-grad-reduce. The figure: that repository's README_en.md
+    # @ 0141fec76254e1a4e3534b0925974072f714ee7d lists "LLaMA2 | 7B | 1x8 | BF16 | 4200 | 3850 (reference)" and
+    # links this script; 4241 (the issue's figure) was found in no stored LLaMA-2 row, only as Qwen2-7B's
+    # reference-column figure in a later ModelLink README. The two differ by 1%.
     "llama2-7b": Setup("LLaMA-2-7B", 32, 4096, 32, 11008, 32000, 4096, 1, 256, 1, 2, 4, torch.bfloat16, 4241,
                        "MindSpeed-LLM legacy pretrain_llama2_7b_ptd.sh, 8x 910B, TP1 PP2 DP4, bf16"),
     # Figure: zzhx1/Hetaceso-ModelLink examples/llama/README_en.md @ 156aacc34660352757f59d712bf2838d4b77b5a7,
-    # "NPUs | 910 1*8p | LLaMA-7B | 2048 | 1.75 | 3600 | 18.2 s/step"; launched with
+    # "NPUs | 910 1*8p | LLaMA-7B | 2048 | 1.75 | 3600 | 18.2 s/step" (also README_en.md @ 0141fec76254: "LLaMA |
+    # 7B | 1x8 | FP16 | 3600 | 3804"); launched with
     # examples/llama/pretrain_llama_7b_ptd.sh (@ 1744e24ca2d3422a52796c4dcd0edf5a77c19a56): TP1 PP8, seq 2048,
     # mbs 4, gbs 256, --fp16; no --use-fused-swiglu, no --use-fused-rotary-pos-emb (Megatron's aten SwiGLU and
     # rotary), no --use-distributed-optimizer, no --overlap-grad-reduce (DP is 1, so neither matters).
@@ -102,7 +106,9 @@ SETUPS = {
                       "ModelLink pretrain_llama_7b_ptd.sh, 8x 910B, TP1 PP8, fp16", False, False),
     # Figure: same README, "NPUs | 910 1*8p | LLaMA-13B | 2048 | 0.92 | 1895 | 17.2 s/step"; launched with
     # examples/llama/pretrain_llama_13b_ptd.sh, whose only stored version (@ 0a61f7f3cce35e6d3d2f64f8ddea76e4859fc172)
-    # has TP1 PP8, seq 2048, mbs 1, gbs 128, --bf16 (not fp16), the same flags as the 7B script otherwise.
+    # has TP1 PP8, seq 2048, mbs 1, gbs 128, --bf16, the same flags as the 7B script otherwise. The top-level
+    # README_en.md @ 0141fec76254 lists the row as "13B | 1x8 | FP16 | 1895 | 2012"; the script is followed here
+    # (fp16 instead estimates 0.4% more tokens/s).
     "llama-13b": Setup("LLaMA-13B", 40, 5120, 40, 13824, 32000, 2048, 1, 128, 1, 8, 1, torch.bfloat16, 1895,
                        "ModelLink pretrain_llama_13b_ptd.sh, 8x 910B, TP1 PP8, bf16", False, False),
 }
