@@ -11,6 +11,7 @@
 #include "runtime/CachingAllocator.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/Error.h"
+#include "runtime/HostAllocator.h"
 #include "runtime/HostMemory.h"
 #include "runtime/HostMemoryBudget.h"
 #include "TestSupport.h"
@@ -164,4 +165,22 @@ TEST(HostMemoryBudgetTest, AllocatorFreesItsCacheBeforeRefusingAndThenRaisesOom)
   EXPECT_NE(small, nullptr);
   allocator.free(small);
   allocator.free(second);
+}
+
+TEST(HostMemoryBudgetTest, PinnedHostMemoryCountsToo) {
+  FakeCgroup cgroup(kGiB, 0);
+  HostAllocator pinned;
+  const uint64_t before = HostMemoryBudget::instance().committed();
+  void* block = pinned.allocate(512 * kMiB);
+  EXPECT_EQ(HostMemoryBudget::instance().committed(), before + 512 * kMiB);  // a power of two: no rounding
+  try {
+    pinned.allocate(512 * kMiB);
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kRtMemoryAllocation);
+    EXPECT_TRUE(contains(error.what(), "memory.max 1.00 GiB")) << error.what();
+  }
+  pinned.free(block);
+  pinned.emptyCache();
+  EXPECT_EQ(HostMemoryBudget::instance().committed(), before);
 }
