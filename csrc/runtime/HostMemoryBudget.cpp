@@ -29,44 +29,46 @@ uint64_t HostMemoryBudget::safetyMargin(uint64_t hostBytes) noexcept {
 }
 
 std::optional<std::string> HostMemoryBudget::commit(uint64_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const uint64_t committed = committed_.load(std::memory_order_relaxed);
-  if (bytes < kCheckedBytes && uncheckedSinceReading_ + bytes < kUncheckedAllowance) {
-    uncheckedSinceReading_ += bytes;
-    committed_.fetch_add(bytes, std::memory_order_relaxed);
+  constexpr auto relaxed = std::memory_order_relaxed;
+  if (bytes < kCheckedBytes && uncheckedSinceReading_.fetch_add(bytes, relaxed) + bytes < kUncheckedAllowance) {
+    committed_.fetch_add(bytes, relaxed);
     return std::nullopt;
   }
   const HostMemoryLimit host = hostMemoryLimit();
-  if (!baselineTaken_) {
-    baselineTaken_ = true;
-    baselineMemAvailable_ = host.memAvailableBytes;
-    baselineCgroupRemaining_ = host.cgroupRemainingBytes;
-    baselineCommitted_ = committed;
+  uint64_t committed = committed_.load(relaxed);
+  if (!baselineTaken_.load(std::memory_order_acquire)) {
+    baselineMemAvailable_.store(host.memAvailableBytes, relaxed);
+    baselineCgroupRemaining_.store(host.cgroupRemainingBytes, relaxed);
+    baselineCommitted_.store(committed, relaxed);
+    baselineTaken_.store(true, std::memory_order_release);
   }
-  const uint64_t hostLimit =
-      std::min(sourceLimit(baselineMemAvailable_, baselineCommitted_, host.memAvailableBytes, committed),
-               sourceLimit(baselineCgroupRemaining_, baselineCommitted_, host.cgroupRemainingBytes, committed));
-  if (hostLimit != UINT64_MAX) {
-    const uint64_t margin = safetyMargin(hostLimit);
-    const uint64_t usable = hostLimit - margin;
-    if (committed > usable || bytes > usable - committed) {
-      return "npusim holds " + formatMemorySize(committed) +
-             " of host memory for device and pinned memory (all devices), and the host can give " +
-             formatMemorySize(hostLimit) + " in all, less a safety margin of " + formatMemorySize(margin) + " (" +
-             describeHostMemoryLimit(host) + ")";
+  const uint64_t baselineCommitted = baselineCommitted_.load(relaxed);
+  while (true) {
+    const uint64_t hostLimit = std::min(
+        sourceLimit(baselineMemAvailable_.load(relaxed), baselineCommitted, host.memAvailableBytes, committed),
+        sourceLimit(baselineCgroupRemaining_.load(relaxed), baselineCommitted, host.cgroupRemainingBytes, committed));
+    if (hostLimit != UINT64_MAX) {
+      const uint64_t margin = safetyMargin(hostLimit);
+      const uint64_t usable = hostLimit - margin;
+      if (committed > usable || bytes > usable - committed) {
+        return "npusim holds " + formatMemorySize(committed) +
+               " of host memory for device and pinned memory (all devices), and the host can give " +
+               formatMemorySize(hostLimit) + " in all, less a safety margin of " + formatMemorySize(margin) + " (" +
+               describeHostMemoryLimit(host) + ")";
+      }
     }
+    // Another thread committed meanwhile: check again with its share counted.
+    if (committed_.compare_exchange_weak(committed, committed + bytes, relaxed)) break;
   }
-  uncheckedSinceReading_ = 0;
-  committed_.fetch_add(bytes, std::memory_order_relaxed);
+  uncheckedSinceReading_.store(0, relaxed);
   return std::nullopt;
 }
 
 void HostMemoryBudget::release(uint64_t bytes) noexcept { committed_.fetch_sub(bytes, std::memory_order_relaxed); }
 
 void HostMemoryBudget::resetForTesting() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  baselineTaken_ = false;
-  uncheckedSinceReading_ = 0;
+  baselineTaken_.store(false, std::memory_order_release);
+  uncheckedSinceReading_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace npusim::runtime

@@ -20,12 +20,12 @@
 //
 // Reading /proc costs a few microseconds, so the host is read for requests of
 // kCheckedBytes or more, and for smaller ones only once they add up to
-// kUncheckedAllowance since the last reading. All members are thread-safe.
+// kUncheckedAllowance since the last reading. All members are thread-safe and
+// lock-free (safe around fork()).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 
@@ -53,13 +53,16 @@ class HostMemoryBudget {
   void resetForTesting();
 
  private:
-  std::mutex mutex_;
+  // Atomics only, no lock: device and pinned allocations commit here while
+  // holding their own locks, and a lock here would have to be ordered after
+  // theirs in the fork handlers too. Two threads taking the first reading at
+  // once store near-equal values, which is harmless.
   std::atomic<uint64_t> committed_{0};
-  uint64_t uncheckedSinceReading_ = 0;  // guarded by mutex_
-  bool baselineTaken_ = false;
-  uint64_t baselineMemAvailable_ = UINT64_MAX;
-  uint64_t baselineCgroupRemaining_ = UINT64_MAX;
-  uint64_t baselineCommitted_ = 0;
+  std::atomic<uint64_t> uncheckedSinceReading_{0};
+  std::atomic<bool> baselineTaken_{false};
+  std::atomic<uint64_t> baselineMemAvailable_{UINT64_MAX};
+  std::atomic<uint64_t> baselineCgroupRemaining_{UINT64_MAX};
+  std::atomic<uint64_t> baselineCommitted_{0};
 };
 
 }  // namespace npusim::runtime
