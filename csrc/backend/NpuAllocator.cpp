@@ -81,11 +81,14 @@ class NpuDeviceAllocator final : public c10::DeviceAllocator {
 
   bool initialized() override { return true; }
 
-  void emptyCache(c10::MempoolId_t) override {
+  // The default id empties the default pools and released private pools;
+  // another id empties that private pool only (as CUDA's allocator).
+  void emptyCache(c10::MempoolId_t pool) override {
     NPUSIM_TRANSLATE_ERRORS({
       auto& rt = runtime::Runtime::instance();
+      const runtime::MempoolId id{pool.first, pool.second};
       for (int d = 0; d < rt.deviceCount(); ++d) {
-        if (rt.isDeviceInitialized(d)) rt.allocator(d).emptyCache();
+        if (rt.isDeviceInitialized(d)) rt.allocator(d).emptyCache(id);
       }
       rt.publishStatus(true);
     });

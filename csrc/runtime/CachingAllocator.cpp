@@ -1,6 +1,7 @@
 #include "runtime/CachingAllocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstdio>
 #include <deque>
@@ -28,10 +29,17 @@ std::string formatMemorySize(uint64_t bytes) {
   return text;
 }
 
+MempoolId newMempoolId(bool userCreated) {
+  static std::atomic<uint64_t> next{1};
+  const uint64_t n = next.fetch_add(1, std::memory_order_relaxed);
+  return userCreated ? MempoolId{0, n} : MempoolId{n, 0};
+}
+
 namespace {
 
 struct BlockPool;
 struct Segment;
+struct PrivatePool;
 
 struct Block {
   StreamId stream = 0;
@@ -60,9 +68,25 @@ struct BlockBySize {
 };
 
 struct BlockPool {
-  explicit BlockPool(bool small) : isSmall(small) {}
+  explicit BlockPool(bool small, PrivatePool* privatePool = nullptr) : isSmall(small), owner(privatePool) {}
   std::set<Block*, BlockBySize> blocks;  // cached (free) blocks
   const bool isSmall;
+  PrivatePool* const owner;  // nullptr for the default pools
+};
+
+// A pool of its own (graph capture, MemPool): its segments serve only
+// requests routed to it.
+struct PrivatePool {
+  PrivatePool(MempoolId poolId, PoolOptions poolOptions)
+      : id(poolId), options(poolOptions), small(true, this), large(false, this) {}
+  PrivatePool(const PrivatePool&) = delete;
+  PrivatePool& operator=(const PrivatePool&) = delete;
+  const MempoolId id;
+  const PoolOptions options;
+  int useCount = 1;
+  size_t segmentCount = 0;
+  BlockPool small;
+  BlockPool large;
 };
 
 // One device allocation; `head` is the block at its base address.
@@ -98,6 +122,10 @@ void forEachStat(MemoryStats& stats, Reset reset) {
   }
   reset(stats.oversize_allocations);
   reset(stats.oversize_segments);
+}
+
+std::string poolIdText(MempoolId id) {
+  return "(" + std::to_string(id.first) + ", " + std::to_string(id.second) + ")";
 }
 
 std::string pointerText(const void* ptr) {
@@ -147,6 +175,7 @@ struct CachingAllocator::Impl {
     size_t segmentSize = 0;
     BlockPool* pool = nullptr;
     Block* block = nullptr;
+    std::string hostRefusal;  // why the host refused the last segment, if it did
   };
 
   const int device;
@@ -167,6 +196,87 @@ struct CachingAllocator::Impl {
   double fraction = 1.0;
   size_t allowedMaximum = 0;
   std::vector<Block*> spareBlocks;
+  std::map<MempoolId, std::unique_ptr<PrivatePool>> privatePools;
+  std::vector<std::pair<MempoolId, PoolFilter>> poolRoutes;  // begun, not yet ended
+  size_t releasedPools = 0;  // use count 0, still in privatePools
+
+  // --- private pools ---
+  PrivatePool* findPool(MempoolId id) const {
+    auto it = privatePools.find(id);
+    return it == privatePools.end() ? nullptr : it->second.get();
+  }
+
+  bool isRouted(MempoolId id) const {
+    return std::any_of(poolRoutes.begin(), poolRoutes.end(), [&](const auto& route) { return route.first == id; });
+  }
+
+  BlockPool* poolFor(size_t size, StreamId stream) {
+    const bool isSmall = size <= kSmallSize;
+    for (const auto& [id, filter] : poolRoutes) {
+      if (!filter || filter(stream)) {
+        PrivatePool& pool = *privatePools.at(id);
+        return isSmall ? &pool.small : &pool.large;
+      }
+    }
+    return isSmall ? &small : &large;
+  }
+
+  void createOrIncrefPool(MempoolId id, PoolOptions options) {
+    if (id == kDefaultMempool) {
+      throw RuntimeError(ErrorCode::kInvalidParam, "createOrIncrefPool",
+                         "memory pool id (0, 0) is the default pool and cannot be a private pool");
+    }
+    PrivatePool* pool = findPool(id);
+    if (pool == nullptr) {
+      privatePools.emplace(id, std::make_unique<PrivatePool>(id, options));
+      return;
+    }
+    if (pool->useCount == 0) releasedPools -= 1;  // revived before its last segment went
+    pool->useCount += 1;
+  }
+
+  void releasePool(MempoolId id) {
+    PrivatePool* pool = findPool(id);
+    if (pool == nullptr || pool->useCount == 0) {
+      throw RuntimeError(ErrorCode::kInvalidParam, "releasePool",
+                         "no memory pool with id " + poolIdText(id) + " on NPU " + std::to_string(device));
+    }
+    if (--pool->useCount > 0) return;
+    releasedPools += 1;
+    releaseUnsplitBlocks(pool->large);
+    releaseUnsplitBlocks(pool->small);
+    dropReleasedPools();
+  }
+
+  // Forgets released pools that hold no segment and are not routed to.
+  void dropReleasedPools() {
+    if (releasedPools == 0) return;
+    for (auto it = privatePools.begin(); it != privatePools.end();) {
+      PrivatePool& pool = *it->second;
+      if (pool.useCount == 0 && pool.segmentCount == 0 && !isRouted(pool.id)) {
+        it = privatePools.erase(it);
+        releasedPools -= 1;
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // MemPool(use_on_oom=True): a request of the default pools that found no
+  // memory takes a cached block of such a pool.
+  bool findCachedBlockInOomPools(Request& request) {
+    if (request.pool->owner != nullptr) return false;
+    for (auto& [id, pool] : privatePools) {
+      if (!pool->options.useOnOom || pool->useCount == 0) continue;
+      Request attempt = request;
+      attempt.pool = request.pool->isSmall ? &pool->small : &pool->large;
+      if (findCachedBlock(attempt)) {
+        request = std::move(attempt);
+        return true;
+      }
+    }
+    return false;
+  }
 
   // --- statistics helpers ---
   template <typename Function>
@@ -215,7 +325,7 @@ struct CachingAllocator::Impl {
     Request request;
     request.stream = stream;
     request.size = roundSize(bytes, config);
-    request.pool = request.size <= kSmallSize ? &small : &large;
+    request.pool = poolRoutes.empty() ? (request.size <= kSmallSize ? &small : &large) : poolFor(request.size, stream);
     request.segmentSize = config.cachingDisabled ? request.size : segmentSizeFor(request.size, config);
 
     bool found = !config.cachingDisabled && findCachedBlock(request);
@@ -229,7 +339,8 @@ struct CachingAllocator::Impl {
       releaseCachedBlocks();
       found = carveSegment(request, true);
     }
-    if (!found) throwOutOfMemory(request.segmentSize);
+    if (!found) found = findCachedBlockInOomPools(request);
+    if (!found) throwOutOfMemory(request);
 
     const bool split = !config.cachingDisabled && shouldSplit(request.block, request.size);
     return useBlock(request, bytes, split);
@@ -257,6 +368,7 @@ struct CachingAllocator::Impl {
   }
 
   bool shouldSplit(const Block* block, size_t size) const {
+    if (block->pool->owner != nullptr && block->pool->owner->options.noSplit) return false;
     size_t remaining = block->size - size;
     if (block->pool->isSmall) return remaining >= kMinBlockSize;
     return size < config.maxSplitSize && remaining > kSmallSize;
@@ -266,11 +378,13 @@ struct CachingAllocator::Impl {
   bool carveSegment(Request& request, bool isRetry) {
     if (isRetry) stats.num_alloc_retries += 1;
     const size_t size = request.segmentSize;
+    request.hostRefusal.clear();
     if (fractionSet && (size > allowedMaximum || totalReserved > allowedMaximum - size)) return false;
-    void* ptr = memory.allocate(size);
+    void* ptr = memory.allocate(size, &request.hostRefusal);
     if (ptr == nullptr) return false;
     stats.num_device_alloc += 1;
     totalReserved += size;
+    if (request.pool->owner != nullptr) request.pool->owner->segmentCount += 1;
 
     Segment* segment = new Segment();
     segment->base = static_cast<char*>(ptr);
@@ -338,7 +452,8 @@ struct CachingAllocator::Impl {
     return block->ptr;
   }
 
-  [[noreturn]] void throwOutOfMemory(size_t segmentSize) {
+  [[noreturn]] void throwOutOfMemory(const Request& request) {
+    const size_t segmentSize = request.segmentSize;
     stats.num_ooms += 1;
     std::string allowed;
     if (fractionSet) allowed = formatMemorySize(allowedMaximum) + " allowed; ";
@@ -352,6 +467,8 @@ struct CachingAllocator::Impl {
                           formatMemorySize(static_cast<uint64_t>(stats.reserved_bytes[kAggregate].current)) +
                           " reserved in total by PyTorch) If reserved memory is >> allocated memory try setting "
                           "max_split_size_mb to avoid fragmentation.";
+    // The chip had room but the host did not: say so, with both limits.
+    if (!request.hostRefusal.empty()) message += " The " + request.hostRefusal;
     throw OutOfMemoryError(device, std::move(message));
   }
 
@@ -418,7 +535,9 @@ struct CachingAllocator::Impl {
       updateStat(stats.active_bytes[type], -static_cast<int64_t>(originalSize));
       updateStat(stats.requested_bytes[type], -static_cast<int64_t>(requestedSize));
     });
-    if (config.cachingDisabled && !block->isSplit()) releaseSegment(block);
+    // A released private pool gives each segment back once it is free.
+    const bool poolReleased = pool.owner != nullptr && pool.owner->useCount == 0;
+    if ((config.cachingDisabled || poolReleased) && !block->isSplit()) releaseSegment(block);
   }
 
   // Merges the free neighbour `source` into `target`; returns the bytes gained.
@@ -482,6 +601,7 @@ struct CachingAllocator::Impl {
       updateStat(stats.reserved_bytes[type], -static_cast<int64_t>(segment->size));
     });
     if (isOversize(segment->size)) updateStat(stats.oversize_segments, -1);
+    if (pool.owner != nullptr) pool.owner->segmentCount -= 1;
     segments.erase(reinterpret_cast<uintptr_t>(segment->base));
     delete segment;
     recycle(block);
@@ -495,11 +615,28 @@ struct CachingAllocator::Impl {
     }
   }
 
-  // Requires tracker.synchronizeDevice() first.
+  // Requires tracker.synchronizeDevice() first. Pools still in use keep
+  // their segments.
   void releaseCachedBlocks() {
     completeAllStreamUses();
     releaseUnsplitBlocks(large);
     releaseUnsplitBlocks(small);
+    for (auto& [id, pool] : privatePools) {
+      if (pool->useCount > 0) continue;
+      releaseUnsplitBlocks(pool->large);
+      releaseUnsplitBlocks(pool->small);
+    }
+    dropReleasedPools();
+  }
+
+  // Requires tracker.synchronizeDevice() first.
+  void releaseCachedBlocksOf(MempoolId id) {
+    completeAllStreamUses();
+    PrivatePool* pool = findPool(id);
+    if (pool == nullptr) return;
+    releaseUnsplitBlocks(pool->large);
+    releaseUnsplitBlocks(pool->small);
+    dropReleasedPools();
   }
 
   // With max_split_size set: frees cached oversize segments of the request's
@@ -584,6 +721,7 @@ struct CachingAllocator::Impl {
       info.stream = segment->stream;
       info.is_large = !segment->pool->isSmall;
       info.is_expandable = false;
+      if (segment->pool->owner != nullptr) info.pool = segment->pool->owner->id;
       for (const Block* block = segment->head; block != nullptr; block = block->next) {
         BlockInfo blockInfo;
         blockInfo.size = block->size;
@@ -633,13 +771,16 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream) {
     throw OutOfMemoryError(device_, "NPU out of memory. Tried to allocate more than 1EB memory.");
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->allocate(bytes, stream);
+  void* ptr = impl_->allocate(bytes, stream);
+  impl_->dropReleasedPools();
+  return ptr;
 }
 
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->free(ptr);
+  impl_->dropReleasedPools();
 }
 
 void CachingAllocator::recordStream(void* ptr, StreamId stream) {
@@ -666,10 +807,55 @@ size_t CachingAllocator::allocationSize(void* ptr) const {
   return impl_->findAllocated(ptr, "NPUCachingAllocator allocationSize")->size;
 }
 
-void CachingAllocator::emptyCache() {
+void CachingAllocator::emptyCache(MempoolId pool) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->tracker.synchronizeDevice();
-  impl_->releaseCachedBlocks();
+  if (pool == kDefaultMempool) {
+    impl_->releaseCachedBlocks();
+  } else {
+    impl_->releaseCachedBlocksOf(pool);
+  }
+}
+
+void CachingAllocator::createOrIncrefPool(MempoolId id, PoolOptions options) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->createOrIncrefPool(id, options);
+}
+
+void CachingAllocator::beginAllocateToPool(MempoolId id, PoolFilter filter) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->isRouted(id)) {
+    throw RuntimeError(ErrorCode::kInvalidParam, "beginAllocateToPool",
+                       "already allocating to memory pool " + poolIdText(id) + " on NPU " + std::to_string(device_));
+  }
+  impl_->createOrIncrefPool(id, PoolOptions{});
+  impl_->poolRoutes.emplace_back(id, std::move(filter));
+}
+
+void CachingAllocator::endAllocateToPool(MempoolId id) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  auto& routes = impl_->poolRoutes;
+  routes.erase(std::remove_if(routes.begin(), routes.end(), [&](const auto& route) { return route.first == id; }),
+               routes.end());
+  impl_->dropReleasedPools();
+}
+
+void CachingAllocator::releasePool(MempoolId id) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->releasePool(id);
+}
+
+int CachingAllocator::poolUseCount(MempoolId id) const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const PrivatePool* pool = impl_->findPool(id);
+  return pool == nullptr ? 0 : pool->useCount;
+}
+
+std::vector<MempoolId> CachingAllocator::pools() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<MempoolId> ids;
+  for (const auto& [id, pool] : impl_->privatePools) ids.push_back(id);
+  return ids;
 }
 
 void CachingAllocator::reconfigure(const AllocatorConfig& config) {

@@ -29,6 +29,20 @@
 //   its own segment, which goes back to the device as soon as it is free; the
 //   statistics keep working (npusim does better than the real stack here).
 // - expandable_segments is accepted but segments are never expandable.
+// - Private pools (CUDA's graph pools and torch.cuda.MemPool): between
+//   beginAllocateToPool(id, filter) and endAllocateToPool(id), a request on
+//   a stream the filter accepts (it runs on the allocating thread, so it may
+//   also test the thread) is served only from segments of pool `id`, and the
+//   blocks of those segments, once freed, serve only later requests into the
+//   same pool. A pool lives while its use count (createOrIncrefPool and
+//   beginAllocateToPool add one, releasePool removes one) is above zero:
+//   emptyCache() leaves its segments alone. Once released, its cached
+//   segments go back to the device at once and the others as soon as their
+//   blocks are free; the pool is gone when it has no segment left. OOM
+//   handling frees cached blocks of the default pools and of released pools.
+// - When the host cannot back a new segment (HostMemoryBudget), the same
+//   OOM handling runs; failing that, OutOfMemoryError names the chip's
+//   capacity and the host's limits.
 //
 // All public members are thread-safe (one mutex per allocator). The
 // StreamUseTracker is called with that mutex held and must not call back
@@ -39,8 +53,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/AllocatorConfig.h"
@@ -49,6 +65,24 @@
 namespace npusim::runtime {
 
 using StreamId = int64_t;  // stream id within the device; 0 = default stream
+
+// A private memory pool, as c10's MempoolId_t: {0, 0} is the default pool;
+// ids made by newMempoolId() are {0, n} for user pools (MemPool) and {n, 0}
+// for pools that graph captures make for themselves, n counting up per
+// process so that ids never collide.
+using MempoolId = std::pair<uint64_t, uint64_t>;
+constexpr MempoolId kDefaultMempool{0, 0};
+MempoolId newMempoolId(bool userCreated);
+
+// Decides, on the allocating thread, whether a request on `stream` goes to
+// the pool it was registered for. Called with the allocator's mutex held: it
+// must not call back into the allocator.
+using PoolFilter = std::function<bool(StreamId)>;
+
+struct PoolOptions {
+  bool noSplit = false;   // blocks of the pool are never split (MemPool(no_split=True))
+  bool useOnOom = false;  // a request of the default pools that finds no memory may use its cached blocks
+};
 
 // Tells the allocator when work submitted on a stream has finished in
 // simulated time.
@@ -89,6 +123,7 @@ struct SegmentInfo {
   size_t total_size = 0, allocated_size = 0, active_size = 0, requested_size = 0;
   StreamId stream = 0;
   bool is_large = false, is_expandable = false;
+  MempoolId pool = kDefaultMempool;  // segment_pool_id of CUDA's snapshot
   std::vector<BlockInfo> blocks;
 };
 
@@ -122,7 +157,31 @@ class CachingAllocator {
   // Size of the block holding the allocation `ptr` (the rounded size).
   size_t allocationSize(void* ptr) const;
 
-  void emptyCache();
+  // Gives cached unsplit segments back to the device: with the default id
+  // those of the default pools and of released private pools, otherwise only
+  // those of pool `pool` (a released pool with no segment left is dropped).
+  void emptyCache(MempoolId pool = kDefaultMempool);
+
+  // --- private pools (see the header comment) ---
+  // Creates pool `id` with a use count of 1, or adds 1 to its use count
+  // (`options` apply only when it is created). The default id throws
+  // RuntimeError(kInvalidParam).
+  void createOrIncrefPool(MempoolId id, PoolOptions options = {});
+  // createOrIncrefPool(id), then routes requests that `filter` accepts to the
+  // pool until endAllocateToPool(id). The first routing registered that
+  // accepts a request wins. Throws RuntimeError(kInvalidParam) if `id` is
+  // already being allocated to.
+  void beginAllocateToPool(MempoolId id, PoolFilter filter);
+  // Stops the routing; the use count is unchanged (pair with releasePool).
+  // Unknown ids are ignored.
+  void endAllocateToPool(MempoolId id);
+  // Removes one use; at zero the pool is released. Unknown ids throw
+  // RuntimeError(kInvalidParam).
+  void releasePool(MempoolId id);
+  // Use count of pool `id`, 0 when it does not exist (or was released).
+  int poolUseCount(MempoolId id) const;
+  // Ids of the pools that still hold segments or uses.
+  std::vector<MempoolId> pools() const;
   // Replaces the settings (torch.npu.memory._set_allocator_settings, or the
   // environment read at first use); cached blocks stay, later requests follow
   // the new rounding and limits. A per_process_memory_fraction in `config`

@@ -6,12 +6,15 @@
 // 64 GB simulated HBM works on a smaller host as long as little of it is
 // written. Freeing unmaps, so the host gets the pages back at once. Pointers
 // are page aligned (at least 4 KiB, so more than the 512 bytes aclrtMalloc
-// guarantees). All members are thread-safe.
+// guarantees). Every mapping made outside estimate-only mode is committed to
+// the process-wide HostMemoryBudget, which refuses one the host could not back
+// if it were written. All members are thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace npusim::runtime {
@@ -25,9 +28,11 @@ class DeviceMemory {
 
   // Returns nullptr (and changes nothing) when used() + bytes would exceed the
   // capacity, or for 0 bytes; the caller decides whether that is an OOM.
-  // Throws RuntimeError(kRtMemoryAllocation, "aclrtMalloc") when the host
-  // refuses the mapping.
-  void* allocate(size_t bytes);
+  // When the host cannot back the block (HostMemoryBudget), it returns
+  // nullptr with the reason in *hostRefusal if the caller passes one, and
+  // throws RuntimeError(kRtMemoryAllocation, "aclrtMalloc") otherwise; the
+  // same error comes when the host refuses the mapping itself.
+  void* allocate(size_t bytes, std::string* hostRefusal = nullptr);
 
   // `bytes` must be the size given to allocate(). Throws
   // RuntimeError(kRtMemoryFree, "aclrtFree") for a pointer this object did not
@@ -57,7 +62,11 @@ class DeviceMemory {
   std::atomic<size_t> used_{0};
   std::atomic<bool> overcommit_{false};
   mutable std::mutex mutex_;
-  std::unordered_map<void*, size_t> mappings_;  // guarded by mutex_
+  struct Mapping {
+    size_t bytes = 0;
+    bool hostCommitted = false;  // counted in the HostMemoryBudget (not estimate-only)
+  };
+  std::unordered_map<void*, Mapping> mappings_;  // guarded by mutex_
 };
 
 }  // namespace npusim::runtime

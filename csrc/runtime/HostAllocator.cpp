@@ -6,9 +6,11 @@
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "runtime/Error.h"
+#include "runtime/HostMemoryBudget.h"
 
 namespace npusim::runtime {
 
@@ -37,7 +39,10 @@ HostAllocator::HostAllocator(const AllocatorConfig& config)
     : maxRoundThreshold_(config.pinnedMaxRoundThreshold), maxCachedSize_(config.pinnedMaxCachedSize) {}
 
 HostAllocator::~HostAllocator() {
-  for (const auto& [base, block] : blocks_) std::free(reinterpret_cast<void*>(base));
+  for (const auto& [base, block] : blocks_) {
+    std::free(reinterpret_cast<void*>(base));
+    HostMemoryBudget::instance().release(block.size);
+  }
 }
 
 HostAllocator& HostAllocator::instance() {
@@ -70,18 +75,25 @@ void* HostAllocator::allocate(size_t bytes) {
     base = cached->second.back();
     cached->second.pop_back();
   } else {
-    void* ptr = hostAllocate(size);
+    // Pinned memory is host memory like the simulated devices' memory: it
+    // counts against the same HostMemoryBudget.
+    std::optional<std::string> refusal = HostMemoryBudget::instance().commit(size);
+    void* ptr = refusal ? nullptr : hostAllocate(size);
+    if (ptr == nullptr && !refusal) HostMemoryBudget::instance().release(size);
     if (ptr == nullptr && !cached_.empty()) {
       // Give the cache back to the host and try once more.
       for (auto& [cachedSize, bases] : cached_) {
         for (uintptr_t cachedBase : bases) releaseLocked(cachedBase, cachedSize);
       }
       cached_.clear();
-      ptr = hostAllocate(size);
+      refusal = HostMemoryBudget::instance().commit(size);
+      ptr = refusal ? nullptr : hostAllocate(size);
+      if (ptr == nullptr && !refusal) HostMemoryBudget::instance().release(size);
     }
     if (ptr == nullptr) {
       throw RuntimeError(ErrorCode::kRtMemoryAllocation, "aclrtMallocHost",
-                         "the host could not provide " + std::to_string(size) + " bytes of pinned memory");
+                         "the host could not provide " + std::to_string(size) + " bytes of pinned memory" +
+                             (refusal ? ": " + *refusal : std::string()));
     }
     base = reinterpret_cast<uintptr_t>(ptr);
     blocks_.emplace(base, Block{size, false});
@@ -120,6 +132,7 @@ void HostAllocator::free(void* ptr) {
 void HostAllocator::releaseLocked(uintptr_t base, size_t size) {
   blocks_.erase(base);
   std::free(reinterpret_cast<void*>(base));
+  HostMemoryBudget::instance().release(size);
   stats_.num_host_free += 1;
   update(stats_.reserved_bytes, -static_cast<int64_t>(size));
 }

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/EnvironmentVariables.h"
+
 namespace npusim::runtime {
 namespace {
 
@@ -15,7 +17,7 @@ std::string gib(uint64_t bytes) {
   return text;
 }
 
-uint64_t readNumber(const char* path) {
+uint64_t readNumber(const std::string& path) {
   std::ifstream in(path);
   std::string word;
   if (!(in >> word) || word == "max") return UINT64_MAX;
@@ -40,17 +42,36 @@ HostMemoryLimit hostMemoryLimit() {
       break;
     }
   }
-  const uint64_t maximum = readNumber("/sys/fs/cgroup/memory.max");
-  const uint64_t current = readNumber("/sys/fs/cgroup/memory.current");
-  if (maximum != UINT64_MAX && current != UINT64_MAX) {
-    limit.cgroupRemainingBytes = maximum > current ? maximum - current : 0;
+  const std::optional<std::string> testingDir = environmentValue("NPUSIM_TESTING_CGROUP_DIR");
+  if (testingDir && !testingDir->empty()) {
+    limit.cgroupMaxBytes = readNumber(*testingDir + "/memory.max");
+    limit.cgroupCurrentBytes = readNumber(*testingDir + "/memory.current");
+  } else {
+    limit.cgroupMaxBytes = readNumber("/sys/fs/cgroup/memory.max");
+    limit.cgroupCurrentBytes = readNumber("/sys/fs/cgroup/memory.current");
+    if (limit.cgroupMaxBytes == UINT64_MAX && limit.cgroupCurrentBytes == UINT64_MAX) {
+      // cgroup v1: an unlimited group reports a huge page-rounded number,
+      // which the min() below makes harmless.
+      limit.cgroupMaxBytes = readNumber("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+      limit.cgroupCurrentBytes = readNumber("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+    }
+  }
+  if (limit.cgroupMaxBytes != UINT64_MAX && limit.cgroupCurrentBytes != UINT64_MAX) {
+    limit.cgroupRemainingBytes =
+        limit.cgroupMaxBytes > limit.cgroupCurrentBytes ? limit.cgroupMaxBytes - limit.cgroupCurrentBytes : 0;
+  } else {
+    limit.cgroupMaxBytes = UINT64_MAX;
+    limit.cgroupCurrentBytes = UINT64_MAX;
   }
   limit.availableBytes = std::min(limit.memAvailableBytes, limit.cgroupRemainingBytes);
   return limit;
 }
 
 std::string describeHostMemoryLimit(const HostMemoryLimit& limit) {
-  return "host MemAvailable " + gib(limit.memAvailableBytes) + ", cgroup memory left " + gib(limit.cgroupRemainingBytes);
+  std::string text = "host MemAvailable " + gib(limit.memAvailableBytes) + ", cgroup memory left " +
+                     gib(limit.cgroupRemainingBytes);
+  if (limit.cgroupMaxBytes != UINT64_MAX) text += " (memory.max " + gib(limit.cgroupMaxBytes) + ")";
+  return text;
 }
 
 }  // namespace npusim::runtime

@@ -100,6 +100,7 @@ py::list memorySnapshot() {
       s["stream"] = segment.stream;
       s["segment_type"] = segment.is_large ? "large" : "small";
       s["is_expandable"] = segment.is_expandable;
+      s["segment_pool_id"] = py::make_tuple(segment.pool.first, segment.pool.second);
       py::list blocks;
       for (const auto& block : segment.blocks) {
         py::dict b;
@@ -241,10 +242,12 @@ py::dict placementReportDict() {
 
 namespace npusim::backend {
 void registerRobustnessBindings(py::module& m);  // RobustnessBindings.cpp
+void registerMemPoolBindings(py::module& m);     // MemPoolBindings.cpp
 }
 
 PYBIND11_MODULE(_C, m) {
   npusim::backend::registerRobustnessBindings(m);
+  npusim::backend::registerMemPoolBindings(m);
   using namespace npusim::backend;
   using npusim::runtime::Runtime;
   m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";

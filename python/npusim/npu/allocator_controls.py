@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 from typing import Any
 
 import torch
@@ -14,24 +13,51 @@ from npusim._error_code import ErrCode, pta_error
 
 __all__ = ["MemPool", "use_mem_pool", "erase_stream", "empty_with_swapped_memory"]
 
-_pool_ids = itertools.count(1)
-
-
 class MemPool:
-    r"""A memory pool handle (``torch.npu.MemPool``), as ``torch.cuda.MemPool``.
+    r"""A private pool of the NPU caching allocator (``torch.npu.MemPool``, as
+    ``torch.cuda.MemPool``).
 
-    npusim's caching allocator has one pool per device: allocations made under
-    :func:`use_mem_pool` come from it, and ``snapshot()`` shows the device's segments.
+    Allocations made under :func:`use_mem_pool` come only from the pool's own segments, and
+    memory they free is reused only by later allocations into the pool. ``empty_cache()``
+    leaves the segments of a live pool alone; when the pool object dies its cached segments
+    go back to the device, and the others as soon as their tensors are freed.
+
+    Args:
+        allocator: must be ``None``: npusim's pools live in its caching allocator (a
+            pluggable allocator is not supported).
+        use_on_oom (bool): an allocation outside the pool that finds no device memory may
+            take a cached block of this pool.
+        no_split (bool): blocks of the pool are never split.
     """
 
-    def __init__(self, allocator: Any = None, use_on_oom: bool = False):
-        self._id = (0, next(_pool_ids))
+    def __init__(self, allocator: Any = None, use_on_oom: bool = False, no_split: bool = False):
+        if allocator is not None:
+            raise RuntimeError(
+                "torch.npu.MemPool: npusim pools live in its caching allocator; a pluggable allocator "
+                "is not supported, pass allocator=None" + pta_error(ErrCode.NOT_SUPPORT)
+            )
+        from npusim.npu.devices import current_device
+
+        self._device = current_device()  # initialises the runtime, as torch.cuda.MemPool does
+        self._id = tuple(_C._npu_mempool_new_id(True))
         self._allocator = allocator
-        self._use_count = 1
-        self.use_on_oom = use_on_oom
+        self.use_on_oom = bool(use_on_oom)
+        self.no_split = bool(no_split)
+        _C._npu_createOrIncrefPool(self._device, self._id, self.no_split, self.use_on_oom)
+
+    def __del__(self) -> None:
+        device, pool_id = getattr(self, "_device", None), getattr(self, "_id", None)
+        if device is None or pool_id is None:
+            return
+        try:
+            _C._npu_releasePool(device, pool_id)
+            _C._npu_emptyCachePool(device, pool_id)
+        except Exception:  # interpreter shutdown or a forked child: nothing left to give back
+            pass
 
     @property
     def id(self) -> tuple[int, int]:
+        r"""The id of this pool as a tuple of two ints (``(0, n)`` for pools made here)."""
         return self._id
 
     @property
@@ -39,24 +65,39 @@ class MemPool:
         return self._allocator
 
     def use_count(self) -> int:
-        return self._use_count
+        r"""The reference count of this pool: 1, plus one for each ``use_mem_pool`` active on it."""
+        return int(_C._npu_getPoolUseCount(self._device, self._id))
 
-    def snapshot(self) -> list[dict[str, Any]]:
+    def snapshot(self, include_traces: bool = True) -> list[dict[str, Any]]:
+        r"""The segments of this pool, as :func:`torch.npu.memory_snapshot` gives them."""
         from npusim.npu.memory import memory_snapshot
 
-        return memory_snapshot()
+        return memory_snapshot(mempool_id=self._id)
 
 
 @contextlib.contextmanager
 def use_mem_pool(pool: MemPool, device: Any = None):
-    r"""Route the allocations of the ``with`` block to ``pool`` (see :class:`MemPool`)."""
+    r"""Route the allocations of the current thread in the ``with`` block to ``pool``.
+
+    Args:
+        pool (torch.npu.MemPool): the pool to allocate from.
+        device (torch.device or int, optional): the device whose allocator routes; the current
+            device if ``None``.
+
+    Threads started inside the block (autograd's device threads among them) allocate outside
+    the pool, as with ``torch.cuda.use_mem_pool``.
+    """
     if not isinstance(pool, MemPool):
         raise TypeError(f"pool must be a torch.npu.MemPool, but got {type(pool)}" + pta_error(ErrCode.TYPE))
-    pool._use_count += 1
+    from npusim.npu.devices import _get_device_index, current_device
+
+    device_index = current_device() if device is None else _get_device_index(device)
+    _C._npu_beginAllocateCurrentThreadToPool(device_index, pool.id)
     try:
         yield
     finally:
-        pool._use_count -= 1
+        _C._npu_endAllocateToPool(device_index, pool.id)
+        _C._npu_releasePool(device_index, pool.id)
 
 
 def erase_stream(tensor: torch.Tensor, stream: torch.Stream) -> None:

@@ -241,11 +241,20 @@ def max_memory_cached(device: Any = None) -> int:
     return max_memory_reserved(device)
 
 
-def memory_snapshot() -> list[dict[str, Any]]:
-    r"""Return the segments of the caching allocators of all devices (CUDA snapshot format)."""
+def memory_snapshot(mempool_id: tuple[int, int] | None = None) -> list[dict[str, Any]]:
+    r"""Return the segments of the caching allocators of all devices (CUDA snapshot format).
+
+    Each segment carries ``segment_pool_id``: ``(0, 0)`` for the default pools, otherwise the
+    id of the private pool (:class:`torch.npu.MemPool`, graph pool) it belongs to. With
+    ``mempool_id`` only that pool's segments are returned.
+    """
     if not _runtime_up():
         return []
-    return list(_C._memory_snapshot())
+    segments = list(_C._memory_snapshot())
+    if mempool_id is not None:
+        wanted = tuple(mempool_id)
+        segments = [segment for segment in segments if segment["segment_pool_id"] == wanted]
+    return segments
 
 
 def _format_size(size: int, reference: int) -> str:
