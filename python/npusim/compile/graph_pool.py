@@ -1,39 +1,43 @@
 """The memory pool of an NPUGraph capture: the one place that decides where captured
 allocations live.
 
-On the chip (and in CUDA), ``capture_begin`` routes the capture stream's allocations to a private
-pool of the caching allocator (``beginAllocateToPool``), ``capture_end`` stops routing
-(``endAllocateToPool``) and ``reset`` gives the pool back (``releasePool``); replay then runs on
-that memory and allocates nothing.
-
-Until the caching allocator has private pools, npusim isolates a capture's memory by
-ownership: the graph holds a reference to every tensor its captured kernels read or write (see
-``NPUGraph._operations``), so no block the capture used returns to the shared pool while the
-graph lives, and the blocks go back when ``reset()`` drops the references. The three hooks below
-are where allocator pools plug in; they are the only functions that need to change for that.
+As on the chip (and in CUDA), ``capture_begin`` routes the capture stream's allocations, from
+any thread (autograd's device thread included), to a private pool of the caching allocator
+(``beginAllocateToPool``), ``capture_end`` stops routing (``endAllocateToPool``) and ``reset``
+gives the pool back (``releasePool``); a block of the pool serves only later allocations into
+the same pool, and ``empty_cache()`` leaves a live pool's segments alone. Replay runs on that
+memory and allocates nothing. The graph also holds a reference to every tensor its captured
+kernels read or write (``NPUGraph._operations``), so the memory a replay uses stays valid until
+``reset()``.
 """
 
 from __future__ import annotations
 
-import itertools
-
-_handles = itertools.count(1)
+from npusim import _C
 
 
 def new_pool_handle() -> tuple[int, int]:
-    """A pool id as ``graph_pool_handle()`` returns it (second value set, like torch_npu)."""
-    return (0, next(_handles))
+    """A pool id as ``graph_pool_handle()`` returns it, from the allocator's id counter (shared
+    with ``torch.npu.MemPool``, so the two never collide)."""
+    return tuple(_C._npu_mempool_new_id(True))
 
 
-def begin_allocate_to_pool(device: int, pool: tuple[int, int]) -> None:
-    """Route the capture stream's allocations on ``device`` to ``pool``.
+def new_graph_pool() -> tuple[int, int]:
+    """The id of a graph's own pool (when capture_begin is given none)."""
+    return tuple(_C._npu_mempool_new_id(False))
 
-    npusim today: nothing to route; the capture keeps what it allocated (module docstring)."""
+
+def begin_allocate_to_pool(device: int, pool: tuple[int, int], stream_id: int) -> None:
+    """Route the allocations on ``device`` made on stream ``stream_id`` to ``pool``."""
+    _C._npu_beginAllocateStreamToPool(device, pool, stream_id)
 
 
 def end_allocate_to_pool(device: int, pool: tuple[int, int]) -> None:
     """Stop routing allocations to ``pool`` (the end or abort of a capture)."""
+    _C._npu_endAllocateToPool(device, pool)
 
 
 def release_pool(device: int, pool: tuple[int, int]) -> None:
-    """Give ``pool``'s blocks back to the caching allocator (``NPUGraph.reset``)."""
+    """Give this graph's use of ``pool`` back; its memory returns to the caching allocator
+    when no graph or MemPool uses the pool and its blocks are free."""
+    _C._npu_releasePool(device, pool)

@@ -274,6 +274,8 @@ class NPUGraph:
         self._operations: list = []
         self._mode: _CaptureMode | None = None
         self._pool: tuple[int, int] | None = None
+        # This graph counts as a user of self._pool in the allocator from capture_begin to reset.
+        self._pool_held = False
         self._device = -1
         self._stream = None
         self._captured = False
@@ -309,11 +311,12 @@ class NPUGraph:
             _active = self
         try:
             stream.synchronize()  # as on the chip: the capture starts on an idle stream
-            self._pool = pool if pool is not None and any(pool) else graph_pool_handle()
+            self._pool = tuple(pool) if pool is not None and any(pool) else graph_pool.new_graph_pool()
             self._device = torch.npu.current_device()
             self._stream = stream
             self._operations = []
-            graph_pool.begin_allocate_to_pool(self._device, self._pool)
+            graph_pool.begin_allocate_to_pool(self._device, self._pool, stream.stream_id)
+            self._pool_held = True
         except BaseException:
             _active = None
             raise
@@ -411,12 +414,21 @@ class NPUGraph:
 
     def reset(self) -> None:
         r"""Release the capture and the memory it held."""
-        was_captured = self._captured
         self._abort_capture()
         self._captured = False
         self._plans = []
-        if was_captured:
+        if self._pool_held:
+            self._pool_held = False
             graph_pool.release_pool(self._device, self._pool)
+
+    def __del__(self) -> None:
+        # As CUDAGraph's destructor: the pool's memory goes back with the graph.
+        try:
+            if self._pool_held and self._mode is None:
+                self._pool_held = False
+                graph_pool.release_pool(self._device, self._pool)
+        except Exception:  # noqa: BLE001 - at interpreter exit the allocator may be gone
+            pass
 
     def pool(self) -> tuple[int, int]:
         r"""The id of this graph's memory pool (to share it with another capture)."""
