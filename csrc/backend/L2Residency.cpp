@@ -35,6 +35,50 @@ class Residency {
   bool resident(int device, const void* base, double bytes) {
     if (base == nullptr || bytes <= 0) return false;
     std::lock_guard<std::mutex> lock(mutex_);
+    return residentLocked(device, base, bytes);
+  }
+
+  void touch(int device, const void* base, double bytes) {
+    if (base == nullptr || bytes <= 0 || bytes > capacity_) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    touchLocked(device, base, bytes);
+  }
+
+  void query(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const void* base = storageBase(*tensors[i]);
+      const double bytes = base != nullptr ? storageBytes(*tensors[i]) : 0;
+      resident[i] = base != nullptr && bytes > 0 && residentLocked(device, base, bytes);
+    }
+  }
+
+  void touch(int device, c10::ArrayRef<const at::Tensor*> tensors) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const at::Tensor* tensor : tensors) {
+      const void* base = storageBase(*tensor);
+      if (base == nullptr) continue;
+      const double bytes = storageBytes(*tensor);
+      if (bytes <= 0 || bytes > capacity_) continue;
+      touchLocked(device, base, bytes);
+    }
+  }
+
+  void traffic(int device, double bytes) {
+    if (bytes <= 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    get(device).traffic += bytes;
+  }
+
+  static const void* storageBase(const at::Tensor& tensor) {
+    if (!tensor.defined() || !tensor.has_storage()) return nullptr;
+    return tensor.storage().data();
+  }
+
+  static double storageBytes(const at::Tensor& tensor) { return double(tensor.storage().nbytes()); }
+
+ private:
+  bool residentLocked(int device, const void* base, double bytes) {
     DeviceL2* l2 = find(device);
     if (l2 == nullptr) return false;
     for (const Entry& entry : l2->entries) {
@@ -43,9 +87,7 @@ class Residency {
     return false;
   }
 
-  void touch(int device, const void* base, double bytes) {
-    if (base == nullptr || bytes <= 0 || bytes > capacity_) return;
-    std::lock_guard<std::mutex> lock(mutex_);
+  void touchLocked(int device, const void* base, double bytes) {
     DeviceL2& l2 = get(device);
     // The touched buffer takes the newest lines: everything touched before it
     // is that much closer to eviction (so two buffers touched together are
@@ -62,13 +104,6 @@ class Residency {
     l2.next = (l2.next + 1) % kEntries;
   }
 
-  void traffic(int device, double bytes) {
-    if (bytes <= 0) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    get(device).traffic += bytes;
-  }
-
- private:
   Residency() : capacity_(double(runtime::Runtime::instance().chip().l2CacheBytes)) {}
 
   DeviceL2* find(int device) {
@@ -85,23 +120,24 @@ class Residency {
   const double capacity_;
 };
 
-const void* storageBase(const at::Tensor& tensor) {
-  if (!tensor.defined() || !tensor.has_storage()) return nullptr;
-  return tensor.storage().data();
-}
-
-double storageBytes(const at::Tensor& tensor) { return double(tensor.storage().nbytes()); }
-
 }  // namespace
 
 bool isL2Resident(int device, const at::Tensor& tensor) {
-  const void* base = storageBase(tensor);
-  return base != nullptr && Residency::instance().resident(device, base, storageBytes(tensor));
+  const void* base = Residency::storageBase(tensor);
+  return base != nullptr && Residency::instance().resident(device, base, Residency::storageBytes(tensor));
 }
 
 void touchL2(int device, const at::Tensor& tensor) {
-  const void* base = storageBase(tensor);
-  if (base != nullptr) Residency::instance().touch(device, base, storageBytes(tensor));
+  const void* base = Residency::storageBase(tensor);
+  if (base != nullptr) Residency::instance().touch(device, base, Residency::storageBytes(tensor));
+}
+
+void queryL2Residency(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
+  if (!tensors.empty()) Residency::instance().query(device, tensors, resident);
+}
+
+void touchL2(int device, c10::ArrayRef<const at::Tensor*> tensors) {
+  if (!tensors.empty()) Residency::instance().touch(device, tensors);
 }
 
 void addL2Traffic(int device, double bytes) { Residency::instance().traffic(device, bytes); }

@@ -20,6 +20,12 @@ bool isL2Resident(int device, const at::Tensor& tensor);
 // in the L2.
 void touchL2(int device, const at::Tensor& tensor);
 
+// The same for a kernel's operands together, under one lock: resident[i]
+// says whether *tensors[i] is resident; tensors are touched in order, which
+// ends the same as touching them one by one.
+void queryL2Residency(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident);
+void touchL2(int device, c10::ArrayRef<const at::Tensor*> tensors);
+
 // A kernel moved `bytes` through HBM on `device` (evicting older lines).
 void addL2Traffic(int device, double bytes);
 

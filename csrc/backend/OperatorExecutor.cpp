@@ -79,26 +79,38 @@ class OperatorCall {
 
   c10::SmallVector<perf::TensorDesc, 8> describeInputs() const {
     c10::SmallVector<perf::TensorDesc, 8> descs;
+    // The npu inputs' L2 residency, asked for all at once (one lock).
+    c10::SmallVector<const at::Tensor*, 8> onDevice;
     for (const auto& t : inputs_) {
       descs.push_back(describeTensor(t));
-      if (isNpu(t)) descs.back().l2Resident = isL2Resident(device_, t);
+      if (isNpu(t)) onDevice.push_back(&t);
+    }
+    if (onDevice.empty()) return descs;
+    c10::SmallVector<bool, 8> resident(onDevice.size(), false);
+    queryL2Residency(device_, onDevice, resident.data());
+    size_t next = 0;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (isNpu(inputs_[i])) descs[i].l2Resident = resident[next++];
     }
     return descs;
   }
 
-  // The kernel's operands are now the most recent data in the L2.
+  // The kernel's operands are now the most recent data in the L2 (touched
+  // in this order, under one lock).
   void touchOperands(const torch::jit::Stack& stack, size_t firstReturn) const {
+    c10::SmallVector<const at::Tensor*, 8> touched;
     for (const auto& t : inputs_) {
-      if (isNpu(t)) touchL2(device_, t);
+      if (isNpu(t)) touched.push_back(&t);
     }
     for (const auto& entry : tensors_) {
-      if (entry.written) touchL2(device_, entry.npu);
+      if (entry.written) touched.push_back(&entry.npu);
     }
     for (size_t i = firstReturn; i < stack.size(); ++i) {
       if (!stack[i].isTensor()) continue;
       const at::Tensor& t = stack[i].toTensor();
-      if (t.defined() && isNpu(t)) touchL2(device_, t);
+      if (t.defined() && isNpu(t)) touched.push_back(&t);
     }
+    touchL2(device_, touched);
   }
 
   // Outputs for pricing: the written arguments, then each returned tensor

@@ -122,6 +122,10 @@ c10::ScalarType dtypeAfterCast(c10::ScalarType requested) {
 }
 
 const runtime::PlacementTable& placementTable() {
+  // Once loaded the table never changes: every operator call after that
+  // reads it without the lock.
+  static std::atomic<const runtime::PlacementTable*> ready{nullptr};
+  if (const runtime::PlacementTable* loadedTable = ready.load(std::memory_order_acquire)) return *loadedTable;
   static std::mutex mutex;
   static std::unique_ptr<runtime::PlacementTable> table;
   std::lock_guard<std::mutex> lock(mutex);
@@ -130,6 +134,7 @@ const runtime::PlacementTable& placementTable() {
     auto loaded = std::make_unique<runtime::PlacementTable>(runtime::PlacementTable::fromEnvironment(dataDirectory()));
     checkOverriddenOperatorsExist(*loaded);
     table = std::move(loaded);
+    ready.store(table.get(), std::memory_order_release);
   }
   return *table;
 }

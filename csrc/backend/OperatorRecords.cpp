@@ -1,5 +1,7 @@
 #include "backend/OperatorRecords.h"
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -82,8 +84,9 @@ std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
 
 }  // namespace
 
-OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
-  const void* key = &op.schema();
+namespace {
+
+OperatorRecord& lookUpOrDescribe(const c10::OperatorHandle& op, const void* key) {
   {
     std::shared_lock<std::shared_mutex> lock(recordsMutex);
     auto found = records().find(key);
@@ -96,6 +99,28 @@ OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
   auto& slot = records()[key];
   if (!slot) slot = std::move(described);
   return *slot;
+}
+
+// Each thread remembers the records of the operators it ran lately, so that
+// a call takes neither the records' lock nor a hash lookup. Safe because a
+// record is never removed and keeps its address until exit.
+struct CachedRecord {
+  const void* key = nullptr;
+  OperatorRecord* record = nullptr;
+};
+constexpr size_t kCachedRecords = 256;  // a power of two
+thread_local std::array<CachedRecord, kCachedRecords> tlsRecentRecords{};
+
+}  // namespace
+
+OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
+  const void* key = &op.schema();
+  // Schemas are heap objects: the low bits of the address carry no information.
+  CachedRecord& cached = tlsRecentRecords[(reinterpret_cast<uintptr_t>(key) >> 5) & (kCachedRecords - 1)];
+  if (cached.key == key) return *cached.record;
+  OperatorRecord& record = lookUpOrDescribe(op, key);
+  cached = CachedRecord{key, &record};
+  return record;
 }
 
 OperatorRecord& nativeOperatorRecord(const char* name, const char* overload) {
