@@ -156,12 +156,14 @@ class OperatorCall {
     return cpu;
   }
 
-  void noteCpuArgument(const at::Tensor& cpu, bool written) {
+  void noteCpuArgument(const at::Tensor& cpu, bool written, bool isIndices) {
     // A zero-dimensional CPU tensor read as a scalar may join any device, as on
     // CUDA; one the operator writes (an out= tensor) would receive the result
-    // on the wrong device, so CUDA and torch_npu reject it.
+    // on the wrong device, so CUDA and torch_npu reject it. Indexing operators
+    // take CPU index tensors, but their self and values must be on the device.
     const bool scalar = cpu.dim() == 0 && !written;
-    if (!scalar && !record_.acceptsCpuTensors && foreignDevice_.type() != c10::DeviceType::CPU) {
+    const bool cpuIndices = isIndices && record_.acceptsCpuTensors;
+    if (!scalar && !cpuIndices && foreignDevice_.type() != c10::DeviceType::CPU) {
       foreignDevice_ = cpu.device();
     }
   }
@@ -201,7 +203,7 @@ class OperatorCall {
           value = aliasArgument(t, isWritten);
           noteWrittenOperand(value.toTensor(), role);
         } else {
-          noteCpuArgument(t, isWritten);
+          noteCpuArgument(t, isWritten, isIndices);
           noteWrittenOperand(t, role);
         }
       } else if (value.isTensorList()) {
@@ -217,7 +219,7 @@ class OperatorCall {
             noteWrittenOperand(mapped.get(mapped.size() - 1), role);
             any = true;
           } else {
-            if (t.defined()) noteCpuArgument(t, isWritten);
+            if (t.defined()) noteCpuArgument(t, isWritten, isIndices);
             mapped.push_back(t);
           }
         }
@@ -234,7 +236,7 @@ class OperatorCall {
             mapped.push_back(aliasArgument(*t, isWritten));
             any = true;
           } else {
-            if (t.has_value() && t->defined()) noteCpuArgument(*t, isWritten);
+            if (t.has_value() && t->defined()) noteCpuArgument(*t, isWritten, isIndices);
             mapped.push_back(t);
           }
         }

@@ -45,3 +45,28 @@ def test_nonzero_out_on_npu_still_written_in_place():
     result = torch.nonzero(x, out=out)
     assert result is out
     torch.testing.assert_close(out.cpu(), torch.tensor([[0, 1], [1, 0]]))
+
+
+def test_index_put_rejects_cpu_values_on_npu_self():
+    # Indices may stay on the CPU (as on CUDA); the values may not.
+    target = torch.zeros(5, device="npu")
+    for accumulate in (False, True):
+        with pytest.raises(RuntimeError, match="on the same device"):
+            target.index_put_((torch.tensor([0, 1]),), torch.tensor([1.0, 2.0]), accumulate=accumulate)
+    assert target.cpu().eq(0).all()
+
+
+def test_index_put_rejects_cpu_self_with_npu_operands():
+    target = torch.zeros(5)
+    with pytest.raises(RuntimeError, match="on the same device"):
+        target.index_put_((torch.tensor([0, 1], device="npu"),), torch.ones(2, device="npu"))
+    assert target.eq(0).all()
+
+
+def test_index_with_cpu_indices_and_scalar_values_still_allowed():
+    target = torch.zeros(5, device="npu")
+    indices = torch.tensor([0, 3])
+    target[indices] = torch.tensor(7.0)  # a 0-dim CPU value is a scalar
+    target.index_put_((indices,), torch.tensor([1.0, 2.0], device="npu"), accumulate=True)
+    torch.testing.assert_close(target.cpu(), torch.tensor([8.0, 0.0, 0.0, 9.0, 0.0]))
+    torch.testing.assert_close(target[indices].cpu(), torch.tensor([8.0, 9.0]))
