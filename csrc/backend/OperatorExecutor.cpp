@@ -168,9 +168,14 @@ class OperatorCall {
     return cpu;
   }
 
-  void noteCpuArgument(const at::Tensor& cpu) {
-    // A zero-dimensional CPU tensor is a scalar and may join any device, as on CUDA.
-    if (cpu.dim() > 0 && !record_.acceptsCpuTensors && foreignDevice_.type() != c10::DeviceType::CPU) {
+  void noteCpuArgument(const at::Tensor& cpu, bool written, bool isIndices) {
+    // A zero-dimensional CPU tensor read as a scalar may join any device, as on
+    // CUDA; one the operator writes (an out= tensor) would receive the result
+    // on the wrong device, so CUDA and torch_npu reject it. Indexing operators
+    // take CPU index tensors, but their self and values must be on the device.
+    const bool scalar = cpu.dim() == 0 && !written;
+    const bool cpuIndices = isIndices && record_.acceptsCpuTensors;
+    if (!scalar && !cpuIndices && foreignDevice_.type() != c10::DeviceType::CPU) {
       foreignDevice_ = cpu.device();
     }
   }
@@ -210,7 +215,7 @@ class OperatorCall {
           value = aliasArgument(t, isWritten);
           noteWrittenOperand(value.toTensor(), role);
         } else {
-          noteCpuArgument(t);
+          noteCpuArgument(t, isWritten, isIndices);
           noteWrittenOperand(t, role);
         }
       } else if (value.isTensorList()) {
@@ -226,7 +231,7 @@ class OperatorCall {
             noteWrittenOperand(mapped.get(mapped.size() - 1), role);
             any = true;
           } else {
-            if (t.defined()) noteCpuArgument(t);
+            if (t.defined()) noteCpuArgument(t, isWritten, isIndices);
             mapped.push_back(t);
           }
         }
@@ -243,7 +248,7 @@ class OperatorCall {
             mapped.push_back(aliasArgument(*t, isWritten));
             any = true;
           } else {
-            if (t.has_value() && t->defined()) noteCpuArgument(*t);
+            if (t.has_value() && t->defined()) noteCpuArgument(*t, isWritten, isIndices);
             mapped.push_back(t);
           }
         }
