@@ -1,4 +1,7 @@
-"""An out= tensor on another device is rejected, even a zero-dimensional CPU one.
+"""Mixed-device arguments the executor must refuse as CUDA does (found by running PyTorch's
+device-generic suites, common_device_type with device ``npu``, against npusim).
+
+An out= tensor on another device is rejected, even a zero-dimensional CPU one.
 
 A zero-dimensional CPU tensor that an operator only reads is a scalar and may join npu tensors,
 as on CUDA. One that it writes would receive an npu operator's result in host memory; CUDA and
