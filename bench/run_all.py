@@ -26,6 +26,7 @@ BENCHMARKS = (
     "bench_fused_ops.py",
     "bench_torch_npu_hook.py",
     "bench_compile.py",
+    "bench_alloc_path.py",
     "bench_profiler.py",
 )
 

@@ -8,9 +8,9 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <unordered_map>
 #include <utility>
 
+#include "runtime/AddressMap.h"
 #include "runtime/Error.h"
 
 namespace npusim::runtime {
@@ -187,7 +187,7 @@ struct CachingAllocator::Impl {
   MemoryStats stats;
   BlockPool small;
   BlockPool large;
-  std::unordered_map<void*, Block*> allocated;                            // live allocations by address
+  AddressMap<Block> allocated;                                             // live allocations by address
   std::map<uintptr_t, Segment*> segments;                                  // by base address
   std::map<StreamId, std::deque<std::pair<uint64_t, Block*>>> pendingUses;  // freed, awaiting streams
   size_t pendingUseCount = 0;
@@ -440,7 +440,7 @@ struct CachingAllocator::Impl {
 
     block->allocated = true;
     block->requestedSize = requestedBytes;
-    allocated.emplace(block->ptr, block);
+    allocated.insert(block->ptr, block);
     forPool(pool, [&](size_t type) {
       updateStat(stats.allocation[type], 1);
       updateStat(stats.allocated_bytes[type], static_cast<int64_t>(block->size));
@@ -480,16 +480,14 @@ struct CachingAllocator::Impl {
   }
 
   Block* findAllocated(void* ptr, const char* call) const {
-    auto it = allocated.find(ptr);
-    if (it == allocated.end()) throwInvalidPointer(ptr, call);
-    return it->second;
+    Block* block = allocated.find(ptr);
+    if (block == nullptr) throwInvalidPointer(ptr, call);
+    return block;
   }
 
   void free(void* ptr) {
-    auto it = allocated.find(ptr);
-    if (it == allocated.end()) throwInvalidPointer(ptr, "NPUCachingAllocator free");
-    Block* block = it->second;
-    allocated.erase(it);
+    Block* block = allocated.erase(ptr);
+    if (block == nullptr) throwInvalidPointer(ptr, "NPUCachingAllocator free");
     block->allocated = false;
     forPool(*block->pool, [&](size_t type) {
       updateStat(stats.allocation[type], -1);

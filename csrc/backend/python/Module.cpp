@@ -243,11 +243,13 @@ py::dict placementReportDict() {
 namespace npusim::backend {
 void registerRobustnessBindings(py::module& m);  // RobustnessBindings.cpp
 void registerMemPoolBindings(py::module& m);     // MemPoolBindings.cpp
+void registerFastEmptyBinding(py::module& m);    // FastEmptyBinding.cpp
 }
 
 PYBIND11_MODULE(_C, m) {
   npusim::backend::registerRobustnessBindings(m);
   npusim::backend::registerMemPoolBindings(m);
+  npusim::backend::registerFastEmptyBinding(m);
   using namespace npusim::backend;
   using npusim::runtime::Runtime;
   m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";

@@ -137,14 +137,29 @@ def _wrapper_class():
             super().write_header()
             self.imports.splice(
                 "from npusim.compile.kernel_launch import npu_kernel_launcher, npu_launch_counted\n"
+                "from npusim._C import _empty_strided_npu as empty_strided_npu\n"
                 "npu_device = torch.device('npu')",
                 strip=True,
             )
 
         def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
-            line = super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
-            # A device object is parsed faster than its name, on each of a step's allocations.
-            return line.replace("device='npu'", "device=npu_device")
+            from torch._inductor import config
+
+            if device.type != "npu" or is_pinned or config.test_configs.track_memory_lifecycle:
+                line = super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
+                # A device object is parsed faster than its name.
+                return line.replace("device='npu'", "device=npu_device")
+            # As Inductor's empty_strided_cpu / empty_strided_cuda: a C++ entry point without the
+            # argument parser and the dispatcher, on each of a step's allocations.
+            if allocation_shape is None:
+                allocation_shape = shape
+            shape_tuple = self.codegen_python_shape_tuple(shape)
+            allocation_tuple = self.codegen_python_shape_tuple(allocation_shape)
+            stride_tuple = self.codegen_python_shape_tuple(stride)
+            line = f"{name} = empty_strided_npu({allocation_tuple}, {stride_tuple}, {dtype})"
+            if shape_tuple != allocation_tuple:
+                line += f".as_strided({shape_tuple}, {stride_tuple})"
+            return line
 
         def _kernel_launcher(self, device_index: int, kernel_name: str, traffic: tuple[int, int, int]) -> str:
             """The module-level name of the launcher of one kernel (defined once)."""
