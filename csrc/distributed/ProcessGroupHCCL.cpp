@@ -10,6 +10,7 @@
 #include <c10/util/irange.h>
 
 #include "backend/NpuErrors.h"
+#include "distributed/DeferredRelease.h"
 #include "backend/EstimateMode.h"
 #include "backend/KernelOperands.h"
 #include "runtime/Runtime.h"
@@ -181,6 +182,8 @@ CommunicationPlacement ProcessGroupHCCL::placementFor(int device) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::finish(c10d::OpType type, int device, const runtime::Event& done,
                                                         std::vector<c10::intrusive_ptr<c10d::Work>> inner,
                                                         std::vector<at::Tensor> outputs, std::function<void()> post) {
+  // What earlier completions left on Gloo threads is released here, on the caller's thread.
+  releaseDeferred();
   WorkHCCL::Description description;
   description.rank = rank_;
   description.device = device;

@@ -10,6 +10,7 @@
 #include "backend/NpuErrors.h"
 #include "backend/NpuStreams.h"
 #include "distributed/CommunicationTiming.h"
+#include "distributed/DeferredRelease.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::distributed {
@@ -48,22 +49,26 @@ WorkHCCL::WorkHCCL(Description description, runtime::Event done, std::vector<c10
   future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                     std::vector<c10::Device>{device});
   // The completion chain holds no reference to this Work (a user may drop it).
+  // It runs on a Gloo thread; what it held goes to releaseLater (DeferredRelease.h).
   auto complete = [future = future_, outputs = outputs_, finish = finish_, deviceIndex = description_.device,
-                   stream = description_.hcclStream](c10::ivalue::Future& all) {
+                   stream = description_.hcclStream](c10::ivalue::Future& all) mutable {
     if (all.hasError()) {
       future->setError(all.exception_ptr());
-      return;
+    } else {
+      try {
+        if (finish) finish();
+        // The Future's completion event belongs on the HCCL stream.
+        const runtime::StreamId previous = backend::currentStream(deviceIndex);
+        backend::setCurrentStream(deviceIndex, stream);
+        future->markCompleted(c10::IValue(outputs));
+        backend::setCurrentStream(deviceIndex, previous);
+      } catch (...) {
+        if (!future->completed()) future->setError(std::current_exception());
+      }
     }
-    try {
-      if (finish) finish();
-      // The Future's completion event belongs on the HCCL stream.
-      const runtime::StreamId previous = backend::currentStream(deviceIndex);
-      backend::setCurrentStream(deviceIndex, stream);
-      future->markCompleted(c10::IValue(outputs));
-      backend::setCurrentStream(deviceIndex, previous);
-    } catch (...) {
-      if (!future->completed()) future->setError(std::current_exception());
-    }
+    releaseLater(std::move(outputs));
+    releaseLater(std::move(finish));
+    releaseLater(std::move(future));
   };
   c10::List<c10::intrusive_ptr<c10::ivalue::Future>> futures(c10::FutureType::create(c10::AnyType::get()));
   bool everyWorkHasFuture = true;

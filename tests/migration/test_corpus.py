@@ -134,6 +134,14 @@ def test_distributed_program(migrated, tmp_path):
                     "checked as source and reports only")
     launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
     original = run(launcher + [str(CORPUS / "ddp_nccl" / "train.py")], tmp_path, timeout=180)
+    if original.returncode != 0 and "terminate called without an active exception" in original.stderr:
+        # The reference is plain PyTorch on the CPU over Gloo. PyTorch 2.13's ProcessGroupGloo can
+        # abort at exit: its work-loop thread drops the last reference to the all_reduce'd tensor
+        # (a Python-owned one) after wait() returned, during interpreter finalization (seen here
+        # in a core dump: ~AsyncAllreduceWork -> decref_pyobject -> take_gil -> pthread_exit).
+        # npusim's hccl path hands such references back to the caller (DeferredRelease.h); the
+        # upstream reference run gets a second try instead.
+        original = run(launcher + [str(CORPUS / "ddp_nccl" / "train.py")], tmp_path, timeout=180)
     assert original.returncode == 0, original.stderr
     on_npu = run(
         launcher + ["-m", "npusim", "run", "--no-summary", str(migrated / "ddp_nccl_msft" / "train.py")],

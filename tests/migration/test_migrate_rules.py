@@ -246,7 +246,9 @@ def test_distributed_entry_and_launch_script(tmp_path):
                          "MASTER_PORT": "29731"}),
         capture_output=True, text=True, timeout=180,
     )
-    assert launched.returncode == 0, open(os.path.join(result.output, "train_rank0.log")).read()
+    logs = "".join(f"== train_rank{rank}.log\n" + open(os.path.join(result.output, f"train_rank{rank}.log")).read()
+                   for rank in range(2))
+    assert launched.returncode == 0, launched.stderr + logs
 
 
 def test_constructs_that_need_a_manual_port_are_reported(tmp_path):

@@ -7,6 +7,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/NpuErrors.h"
+#include "distributed/DeferredRelease.h"
 #include "distributed/CommunicationTiming.h"
 #include "distributed/ProcessGroupHCCL.h"
 #include "perf/CollectiveModel.h"
@@ -81,6 +82,11 @@ PYBIND11_MODULE(_distributed_C, m) {
     NPUSIM_PLOG(static_cast<npusim::runtime::LogLevel>(std::clamp(level, 0, 3)), "HCCL", message);
   });
   m.def("_communication_totals", &totalsAsDict);
+  // At exit, while the interpreter is whole (npusim.distributed registers it with atexit).
+  m.def("_release_deferred", []() {
+    py::gil_scoped_release noGil;
+    npusim::distributed::releaseDeferred();
+  });
   m.def("_reset_communication_totals", &npusim::distributed::resetCommunicationTotals);
   m.def(
       "_price_collective",

@@ -121,12 +121,30 @@ def _is_fake_store(store) -> bool:
     return False
 
 
+_RELEASE_AT_EXIT = False
+
+
+def _release_deferred_at_exit() -> None:
+    # Tensors and futures whose last reference a Gloo thread handed over (csrc/distributed/
+    # DeferredRelease.h) are released here, while the interpreter can still take them.
+    try:
+        _extension()._release_deferred()
+    except Exception:  # noqa: BLE001 - this only prevents an abort; it must not cause one
+        pass
+
+
 def _create_hccl_backend(backend_options, process_group_options):
     """The creator registered for ``hccl`` (``extended_api=True``)."""
+    global _RELEASE_AT_EXIT
     from npusim.distributed._environment import note_tuning_variables, read_environment
     from npusim.estimate import is_estimate_only
 
     extension = _extension()
+    if not _RELEASE_AT_EXIT:
+        import atexit
+
+        atexit.register(_release_deferred_at_exit)
+        _RELEASE_AT_EXIT = True
     environment = read_environment()
     note_tuning_variables(extension._plog)
     store = backend_options.store
