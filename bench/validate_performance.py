@@ -35,6 +35,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "examples"))
 
 import npusim  # noqa: E402
+from llama_estimate import timed_seconds  # noqa: E402  (examples/, on the path above)
 
 SQUARE = {
     "float16": {1024: 98.1, 2048: 251.0, 4096: 314.5, 8192: 305.5, 10240: 274.8},
@@ -56,16 +57,6 @@ class Rows:
         ok = abs(error) <= tolerance
         self.failed += not ok
         print(f"{label:58} {estimate:10.1f} {reference:10.1f} {error * 100:+7.1f}%  {'PASS' if ok else 'FAIL'}")
-
-
-def timed_seconds(work) -> float:
-    torch.npu.synchronize()
-    start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
-    start.record()
-    work()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3
 
 
 def matmul_tflops(m: int, n: int, k: int, dtype: torch.dtype) -> float:

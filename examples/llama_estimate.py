@@ -204,7 +204,7 @@ def layer_parameters(s: Setup) -> int:
     return 2 * s.width + 4 * s.width * s.width + 3 * s.width * s.ffn
 
 
-def _timed(work) -> float:
+def timed_seconds(work) -> float:
     """Simulated seconds of `work`, from an idle device to the end of its last kernel."""
     torch.npu.synchronize()
     start, end = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
@@ -243,7 +243,7 @@ def stage_times(s: Setup) -> dict[str, float]:
                 _accumulate_main_grads(layer, main_grads)
 
             layer_step()  # warm: first-call effects stay out of the figure
-            layer_s = _timed(layer_step)
+            layer_s = timed_seconds(layer_step)
             del layer, main_grads
 
             embedding = nn.Embedding(s.vocab, s.width)
@@ -256,7 +256,7 @@ def stage_times(s: Setup) -> dict[str, float]:
                 _accumulate_main_grads(embedding, embedding_main)
 
             first_extra()
-            first_s = _timed(first_extra)
+            first_s = timed_seconds(first_extra)
             del embedding, embedding_main
 
             import torch_npu
@@ -277,7 +277,7 @@ def stage_times(s: Setup) -> dict[str, float]:
                 _accumulate_main_grads(head, head_main)
 
             last_extra()
-            last_s = _timed(last_extra)
+            last_s = timed_seconds(last_extra)
             del norm, head, head_main
         finally:
             torch.set_default_dtype(torch.float32)
@@ -310,7 +310,7 @@ def optimizer_seconds(shard_parameters: int, dtype: torch.dtype) -> float:
             half.copy_(master)
 
         step()
-        return _timed(step)
+        return timed_seconds(step)
 
 
 def _collective_seconds(op: str, nbytes: float, group: int) -> float:

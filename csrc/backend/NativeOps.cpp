@@ -15,6 +15,7 @@
 
 #include "backend/EstimateMode.h"
 #include "backend/NpuAllocator.h"
+#include "backend/NpuEmpty.h"
 #include "backend/OperatorPlacement.h"
 #include "backend/OperatorTiming.h"
 #include "backend/StorageResize.h"
@@ -73,11 +74,7 @@ at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride, std::opt
   checkDenseLayout(layout);
   TORCH_CHECK(!pinMemory.value_or(false), "Only dense CPU tensors can be pinned");
   const c10::DeviceGuard guard(targetDevice(device));
-  at::Tensor result = at::detail::empty_strided_generic(size, stride, npuDeviceAllocator(),
-                                                        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
-                                                        c10::dtype_or_default(dtype));
-  fillUninitializedIfDeterministic(result);
-  return result;
+  return emptyStridedOnCurrentDevice(size, stride, c10::dtype_or_default(dtype));
 }
 
 const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
@@ -219,6 +216,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("set_.source_Tensor", TORCH_FN(setSourceTensor));
   m.impl("set_", TORCH_FN(setEmpty));
   m.impl("_local_scalar_dense", TORCH_FN(localScalarDense));
+}
+
+at::Tensor emptyStridedOnCurrentDevice(c10::IntArrayRef size, c10::IntArrayRef stride, c10::ScalarType dtype) {
+  at::Tensor result = at::detail::empty_strided_generic(size, stride, npuDeviceAllocator(),
+                                                        c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), dtype);
+  fillUninitializedIfDeterministic(result);
+  return result;
 }
 
 }  // namespace npusim::backend

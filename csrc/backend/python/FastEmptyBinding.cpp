@@ -6,15 +6,12 @@
 //
 // Same result as torch.empty_strided(size, stride, dtype=dtype, device="npu"):
 // the current device, its current stream, the caching allocator (pools,
-// statistics, OOM, profiler reports). With deterministic filling of
-// uninitialised memory on, it takes the dispatched operator, which fills.
+// statistics, OOM, profiler reports) and the deterministic fill, through the
+// kernel's own emptyStridedOnCurrentDevice (NpuEmpty.h).
 // Like the CPU and CUDA fast paths it records no aten::empty_strided event
 // in torch.profiler and is not seen by dispatch modes.
 #include <Python.h>
 
-#include <ATen/Context.h>
-#include <ATen/EmptyTensor.h>
-#include <ATen/ops/empty_strided.h>
 #include <c10/util/SmallVector.h>
 #include <torch/csrc/Dtype.h>
 #include <torch/csrc/Exceptions.h>
@@ -22,8 +19,7 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "backend/NpuAllocator.h"
-#include "runtime/Runtime.h"
+#include "backend/NpuEmpty.h"
 
 namespace py = pybind11;
 
@@ -60,19 +56,7 @@ PyObject* emptyStridedNpu(PyObject* /*module*/, PyObject* args) {
   // The GIL stays held, as in the CPU and CUDA fast paths: releasing and
   // retaking it would cost more than the allocation, and nothing under the
   // caching allocator waits for another Python thread.
-  const auto& context = at::globalContext();
-  if (context.deterministicAlgorithms() && context.deterministicFillUninitializedMemory()) {
-    const c10::Device device(c10::DeviceType::PrivateUse1,
-                             static_cast<c10::DeviceIndex>(runtime::Runtime::currentDevice()));
-    at::Tensor result;
-    {
-      const pybind11::gil_scoped_release noGil;  // the dispatched operator runs as torch.empty_strided would
-      result = at::empty_strided(sizes, strides, at::TensorOptions().dtype(scalarType).device(device));
-    }
-    return THPVariable_Wrap(std::move(result));
-  }
-  return THPVariable_Wrap(at::detail::empty_strided_generic(
-      sizes, strides, npuDeviceAllocator(), c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), scalarType));
+  return THPVariable_Wrap(emptyStridedOnCurrentDevice(sizes, strides, scalarType));
   END_HANDLE_TH_ERRORS
 }
 
