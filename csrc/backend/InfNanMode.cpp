@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "backend/EstimateMode.h"
 #include "backend/NpuErrors.h"
 #include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
@@ -137,6 +138,14 @@ void nonFiniteCheckAndUnscale(at::TensorList scaledGrads, at::Tensor& foundInf, 
                 errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidParameter));
   }
 
+  // Estimate-only tensors have no data: the kernel is priced, and neither the
+  // gradients (whose pages the host would otherwise commit, a whole model's
+  // worth) nor found_inf are touched.
+  if (estimateOnly()) {
+    if (saturationModeEnabled()) chargeElementwise(device, foundInf);
+    for (const auto& grad : scaledGrads) chargeElementwise(device, grad);
+    return;
+  }
   const HostSideWork hostSide;
   at::Tensor foundInfOnHost = makeCpuAlias(foundInf);
   const at::Tensor invScaleOnHost = makeCpuAlias(invScale);
@@ -182,6 +191,7 @@ bool saturationModeEnabled() { return floatOverflowMode() == FloatOverflowMode::
 void applySaturationIfEnabled(const at::Tensor& result, int device) {
   if (!result.defined() || !saturationModeEnabled()) return;
   if (!saturates(result.scalar_type()) || result.numel() == 0) return;
+  if (estimateOnly()) return;  // no data to saturate
   if (at::has_internal_overlap(result) == at::MemOverlap::Yes) return;  // an expanded view, not a kernel result
   saturationChecks.fetch_add(1, std::memory_order_relaxed);
   const HostSideWork hostSide;

@@ -134,6 +134,13 @@ inline constexpr int64_t kFlashQueryBlock = 128;
 // rescale of the running output, ~10 binary-op equivalents in fp32 [I]. The
 // backward recomputes the scores and forms dS: 2x the vector work; its Cube
 // work is 5 matmuls against the forward's 2 (2.5x).
+// Checked (not fitted) against torch_npu's npu_fusion_attention forward on a
+// 910B2, fp16, one head of 128, no mask, S0 = S1 (pto-isa's "910B2 Multi-Core
+// Comparison", hw-native-sys/pto-isa kernels/manual/common/flash_atten/
+// README.md @ 9e050352009a): the forward is Vector-bound at 10 ops per score,
+// and 4096 / 8192 / 16384 / 32768 estimate 117 / 299 / 1118 / 4031 us against
+// 118 / 353 / 1118 / 3646 measured (-1%, -15%, 0%, +11%). No backward
+// (FlashAttentionScoreGrad) time is published; its factors stay [I].
 inline constexpr double kFlashOpsPerScore = 10.0;
 inline constexpr double kFlashBackwardVectorFactor = 2.0;
 inline constexpr double kFlashBackwardCubeFactor = 2.5;
