@@ -13,6 +13,9 @@ step runs on the simulated chip after a warm-up step, between two events; the pi
 copied to the device (``non_blocking``) at the start of each step, as a DataLoader with
 ``pin_memory=True`` delivers it.
 
+The chip is npusim's (``NPUSIM_SOC``, the 910B2 by default); the PoDc's NPU is not named, and the
+server comes with a 376 TFLOPS (910B2) or a 313 TFLOPS (910B3) part.
+
     npusim run examples/resnet50_estimate.py [--batch 256]
 """
 
@@ -125,7 +128,10 @@ def main():
     args = parser.parse_args()
     started = time.perf_counter()
     seconds = step_seconds(args.batch)
-    print(f"ResNet-50 training, AMP O2, batch {args.batch}: {seconds * 1e3:.1f} ms per step -> "
+    from npusim import _C
+
+    print(f"ResNet-50 training on an {_C._chip_info()['soc_name']}, AMP O2, batch {args.batch}: "
+          f"{seconds * 1e3:.1f} ms per step -> "
           f"{args.batch / seconds:.0f} images/s per NPU (published, Atlas 900 A2 PoDc: {REFERENCE_IMAGES_PER_S:.0f})")
     print(f"  (estimated in {time.perf_counter() - started:.1f} s of host time)")
 
