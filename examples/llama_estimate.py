@@ -1,4 +1,4 @@
-"""Estimate LLaMA pretraining throughput per Ascend 910B2 NPU, as MindSpeed-LLM runs it, on any laptop.
+"""Estimate LLaMA pretraining throughput per Ascend 910B NPU, as MindSpeed-LLM runs it, on any laptop.
 
 The default is MindSpeed-LLM's published LLaMA-2-7B pretraining setup: 8 NPUs, tensor parallel 1,
 pipeline parallel 2, data parallel 4, sequence 4096, micro-batch 1, global batch 256, bf16 weights,
@@ -32,6 +32,11 @@ data, so nothing needs the host memory of a 7B model):
    buffer, overlapped with the last micro-batch's backward (``--overlap-grad-reduce``; only what
    exceeds that backward is exposed), and the all-gather of the updated half-precision parameters
    after the optimizer step (not overlapped).
+
+The chip is npusim's (``NPUSIM_SOC``, the 910B2 by default). The published figures name only the server
+(Atlas 900 A2 PoDc / Atlas 800T A2), which Huawei offers with a 376 TFLOPS (24 AI cores, the 910B2) or
+a 313 TFLOPS (20 AI cores, the 910B3) NPU; ``NPUSIM_SOC=Ascend910B3`` estimates the latter
+(bench/validate_performance.py compares both with the published figures).
 
     npusim run examples/llama_estimate.py [--model llama2-7b|llama-7b|llama-13b] [--layers N]
 """
@@ -362,8 +367,11 @@ def main():
     s = SETUPS[args.model]
     started = time.perf_counter()
     r = estimate(s, args.layers)
+    from npusim import _C
+
     print(f"{s.name} pretraining as published ({s.source}): sequence {s.seq}, micro-batch {s.micro_batch}, "
-          f"global batch {s.global_batch}, {s.micro_batches} micro-batches per step")
+          f"global batch {s.global_batch}, {s.micro_batches} micro-batches per step; on an "
+          f"{_C._chip_info()['soc_name']}")
     print(f"  one layer, forward + backward of one micro-batch: {r['layer_s'] * 1e3:.1f} ms")
     print(f"  stages: first {r['first_stage_s'] * 1e3:.0f} ms, last {r['last_stage_s'] * 1e3:.0f} ms; pipeline "
           f"({s.micro_batches} + {s.pp} - 1) x slowest = {r['pipeline_s']:.2f} s")

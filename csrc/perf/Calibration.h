@@ -191,5 +191,18 @@ inline constexpr double kDispatchTaskQueueNs = 15'000.0;
 inline constexpr double kDispatchTaskQueueLevel2Ns = 13'000.0;
 // A view or metadata-only operator launches nothing: ATen's own overhead.
 inline constexpr double kDispatchViewNs = 3'000.0;
+// A fused attention operator (FlashAttentionScore, FusedInferAttentionScore
+// and their gradients) does more host work per launch than a simple one: the
+// tiling of its query and key blocks, masks and sequence-length arguments.
+// In pto-isa's torch_jit harness on a 910B2 (demos/torch_jit/flash_atten/
+// fa_benchmark.py: 50 back-to-back calls between two events after 10 warm-up
+// calls; table in demos/torch_jit/flash/README.md, zouzias/pto-isa-mirror @
+// 8d8c14a80f21), npu_fused_infer_attention_score on one head of 128 takes
+// 67.1-80.1 us per call over the 15 shapes whose device work is well below
+// that, where the same harness's four-operator attention loop takes 60 us
+// (15 us per operator, above): a fused attention launch costs about 67 us,
+// 52 us more than a simple operator (the minimum; the median is 70.5 us).
+// The gradient's host work is taken to be the same [I].
+inline constexpr double kDispatchAttentionExtraNs = 52'000.0;
 
 }  // namespace npusim::perf::calibration

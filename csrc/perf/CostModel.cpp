@@ -214,6 +214,9 @@ runtime::SimTimeNs CostModel::hostDispatchNs(int taskQueueLevel) const noexcept 
 
 runtime::SimTimeNs CostModel::hostDispatchNs(int taskQueueLevel, OperatorKind kind) const noexcept {
   if (kind == OperatorKind::kView) return toNs(cal::kDispatchViewNs * 1e-9);
+  if (kind == OperatorKind::kAttention || kind == OperatorKind::kAttentionBackward) {
+    return hostDispatchNs(taskQueueLevel) + toNs(cal::kDispatchAttentionExtraNs * 1e-9);
+  }
   return hostDispatchNs(taskQueueLevel);
 }
 

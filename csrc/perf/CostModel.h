@@ -96,7 +96,8 @@ class CostModel {
   // Host cost of launching one operator; TASK_QUEUE_ENABLE 0 (synchronous),
   // 1 (default) or 2. Out-of-range levels are clamped.
   runtime::SimTimeNs hostDispatchNs(int taskQueueLevel) const noexcept;
-  // As above; views and metadata-only operators launch no kernel and cost less.
+  // As above, by operator kind: views and metadata-only operators launch no
+  // kernel and cost less; fused attention costs more (its tiling).
   runtime::SimTimeNs hostDispatchNs(int taskQueueLevel, OperatorKind kind) const noexcept;
   // Minimum device time of any kernel.
   runtime::SimTimeNs kernelFloorNs() const noexcept;

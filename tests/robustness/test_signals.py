@@ -18,8 +18,8 @@ PROGRAM = r"""
 import sys, time, torch, npusim
 torch.ones(2, device="npu").sum().item()
 torch.npu.synchronize()
-print("ready", flush=True)
-try:
+try:  # "ready" inside the try: the parent's SIGINT may arrive while print() is still returning
+    print("ready", flush=True)
     time.sleep(60)
 except KeyboardInterrupt:
     print("KeyboardInterrupt", flush=True)
