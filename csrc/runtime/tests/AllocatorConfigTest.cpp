@@ -6,8 +6,10 @@
 
 #include "runtime/AllocatorConfig.h"
 #include "runtime/Error.h"
+#include "TestSupport.h"
 
 using namespace npusim::runtime;
+using npusim::runtime::testing::ScopedEnv;
 
 namespace {
 
@@ -22,29 +24,6 @@ std::string errorOf(std::string_view text) {
   return "<no error>";
 }
 
-// Sets (or unsets) an environment variable for the scope of a test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 }  // namespace
 

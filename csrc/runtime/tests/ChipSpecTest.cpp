@@ -4,6 +4,7 @@
 
 #include "runtime/ChipSpec.h"
 #include "runtime/Error.h"
+#include "TestSupport.h"
 
 using namespace npusim::runtime;
 
@@ -36,7 +37,7 @@ TEST(ChipSpec, UnknownChipListsTheKnownOnes) {
 }
 
 TEST(ChipSpec, DefaultsToAscend910B2AndHonoursNpusimSoc) {
-  unsetenv("NPUSIM_SOC");
+  const npusim::runtime::testing::ScopedEnv soc("NPUSIM_SOC", nullptr);  // restored afterwards
   EXPECT_EQ(chipFromEnvironment().socName, "Ascend910B2");
   setenv("NPUSIM_SOC", "Ascend910B3", 1);
   EXPECT_EQ(chipFromEnvironment().socName, "Ascend910B3");

@@ -4,6 +4,7 @@
 
 #include "runtime/DeviceRegistry.h"
 #include "runtime/Error.h"
+#include "TestSupport.h"
 
 using namespace npusim::runtime;
 
@@ -60,8 +61,8 @@ TEST(DeviceRegistry, InvalidDeviceGives107001WithTheCannDetail) {
 }
 
 TEST(DeviceRegistry, FromEnvironment) {
-  setenv("NPUSIM_DEVICE_COUNT", "4", 1);
-  setenv("ASCEND_RT_VISIBLE_DEVICES", "1,3", 1);
+  const npusim::runtime::testing::ScopedEnv count("NPUSIM_DEVICE_COUNT", "4");
+  const npusim::runtime::testing::ScopedEnv visible("ASCEND_RT_VISIBLE_DEVICES", "1,3");
   DeviceRegistry registry = DeviceRegistry::fromEnvironment();
   EXPECT_EQ(registry.physicalDeviceCount(), 4);
   EXPECT_EQ(registry.deviceCount(), 2);
@@ -71,5 +72,5 @@ TEST(DeviceRegistry, FromEnvironment) {
   EXPECT_THROW(DeviceRegistry::fromEnvironment(), ConfigError);
   unsetenv("NPUSIM_DEVICE_COUNT");
   unsetenv("ASCEND_RT_VISIBLE_DEVICES");
-  EXPECT_EQ(DeviceRegistry::fromEnvironment().deviceCount(), 8);
+  EXPECT_EQ(DeviceRegistry::fromEnvironment().deviceCount(), 8);  // the guards restore both afterwards
 }

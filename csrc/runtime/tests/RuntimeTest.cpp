@@ -12,10 +12,12 @@ using namespace npusim::runtime;
 namespace {
 
 // The Runtime is a process-wide singleton built from the environment on first
-// use; these tests configure it once, before anything else touches it.
-class RuntimeTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
+// use, by whichever test of this binary touches it first (ForkSafetyTest does,
+// when the binary runs every test in one process rather than one per CTest
+// entry). So the configuration these tests expect is set before any test runs.
+class RuntimeConfiguration : public ::testing::Environment {
+ public:
+  void SetUp() override {
     static char directory[] = "/tmp/npusim-runtime-test-XXXXXX";
     ASSERT_NE(mkdtemp(directory), nullptr);
     setenv("NPUSIM_RUNTIME_DIR", directory, 1);
@@ -26,6 +28,10 @@ class RuntimeTest : public ::testing::Test {
     unsetenv("NPUSIM_SOC");
   }
 };
+[[maybe_unused]] ::testing::Environment* const runtimeConfiguration =
+    ::testing::AddGlobalTestEnvironment(new RuntimeConfiguration);
+
+class RuntimeTest : public ::testing::Test {};
 
 }  // namespace
 

@@ -3,7 +3,9 @@
 
 #include <stdlib.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -32,6 +34,32 @@ class TemporaryDirectory {
 
  private:
   std::string path_;
+};
+
+// Sets (or unsets) an environment variable for the scope of a test, and
+// restores the previous value: the tests of one binary share the process
+// environment (and the Runtime singleton built from it on first use).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
 };
 
 inline std::string readFile(const std::string& path) {
