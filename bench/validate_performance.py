@@ -188,7 +188,9 @@ def run_on_chip(chip: str, include_llama: bool) -> dict:
     command = [sys.executable, "-W", "ignore", str(pathlib.Path(__file__).resolve()), "--end-to-end-json"]
     if not include_llama:
         command.append("--skip-llama")
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the end-to-end estimates on {chip} failed (exit {done.returncode}):\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
