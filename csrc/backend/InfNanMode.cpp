@@ -13,6 +13,7 @@
 
 #include "backend/EstimateMode.h"
 #include "backend/NpuErrors.h"
+#include "backend/NpuTensors.h"
 #include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
 #include "runtime/EnvironmentVariables.h"
@@ -57,8 +58,6 @@ FloatOverflowMode decideMode() {
   return forceDisable ? FloatOverflowMode::kSaturation : FloatOverflowMode::kInfNan;
 }
 
-bool isNpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
-
 bool saturates(at::ScalarType type) {
   return type == at::kHalf || type == at::kBFloat16 || type == at::kFloat || type == at::kDouble;
 }
@@ -96,10 +95,6 @@ bool warningsDisabled() {
   return disabled;
 }
 
-int deviceOf(const at::Tensor& t) {
-  return t.device().has_index() ? t.device().index() : runtime::Runtime::instance().currentDevice();
-}
-
 // torch_npu's (op-plugin) _amp_foreach_non_finite_check_and_unscale_: in
 // INF_NAN mode one kernel that sets found_inf when a gradient holds Inf or NaN
 // and unscales all of them (PyTorch's semantics, run here by PyTorch's CPU
@@ -110,7 +105,7 @@ int deviceOf(const at::Tensor& t) {
 void nonFiniteCheckAndUnscale(at::TensorList scaledGrads, at::Tensor& foundInf, const at::Tensor& invScale) {
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true) && !warningsDisabled()) TORCH_WARN("Non finite check and unscale on NPU device!");
-  TORCH_CHECK(isNpu(invScale), "inv_scale must be NPU-Tensor",
+  TORCH_CHECK(isNpuTensor(invScale), "inv_scale must be NPU-Tensor",
               errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidParameter));
   TORCH_CHECK(invScale.numel() == 1, "inv_scale must be a 1-element tensor",
               errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidParameter));
@@ -120,15 +115,15 @@ void nonFiniteCheckAndUnscale(at::TensorList scaledGrads, at::Tensor& foundInf, 
               errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidType));
   TORCH_CHECK(foundInf.scalar_type() == at::kFloat, "found_inf must be a float tensor",
               errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidType));
-  TORCH_CHECK(isNpu(foundInf), "found_inf must be NPU-Tensor",
+  TORCH_CHECK(isNpuTensor(foundInf), "found_inf must be NPU-Tensor",
               errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidParameter));
   if (scaledGrads.empty()) return;
 
-  const int device = deviceOf(invScale);
+  const int device = npuDeviceIndex(invScale);
   const auto expectedDevice = scaledGrads[0].device();
   const auto expectedType = scaledGrads[0].scalar_type();
   for (const auto& grad : scaledGrads) {
-    TORCH_CHECK(isNpu(grad), "one of scaled_grads was not a NPU tensor.",
+    TORCH_CHECK(isNpuTensor(grad), "one of scaled_grads was not a NPU tensor.",
                 errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidParameter));
     TORCH_CHECK(grad.device() == expectedDevice, "scaled_grads must be on the same device.",
                 errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidParameter));
@@ -196,8 +191,8 @@ void applySaturationIfEnabled(const at::Tensor& result, int device) {
   saturationChecks.fetch_add(1, std::memory_order_relaxed);
   const HostSideWork hostSide;
   at::Tensor values = result;
-  if (isNpu(result)) {
-    device = deviceOf(result);
+  if (isNpuTensor(result)) {
+    device = npuDeviceIndex(result);
     values = makeCpuAlias(result);
   }
   if (at::isfinite(values).all().item<bool>()) return;

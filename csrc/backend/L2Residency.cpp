@@ -32,18 +32,6 @@ class Residency {
     return *residency;
   }
 
-  bool resident(int device, const void* base, double bytes) {
-    if (base == nullptr || bytes <= 0) return false;
-    std::lock_guard<std::mutex> lock(mutex_);
-    return residentLocked(device, base, bytes);
-  }
-
-  void touch(int device, const void* base, double bytes) {
-    if (base == nullptr || bytes <= 0 || bytes > capacity_) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    touchLocked(device, base, bytes);
-  }
-
   void query(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
     std::lock_guard<std::mutex> lock(mutex_);
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -70,6 +58,7 @@ class Residency {
     get(device).traffic += bytes;
   }
 
+ private:
   static const void* storageBase(const at::Tensor& tensor) {
     if (!tensor.defined() || !tensor.has_storage()) return nullptr;
     return tensor.storage().data();
@@ -77,7 +66,6 @@ class Residency {
 
   static double storageBytes(const at::Tensor& tensor) { return double(tensor.storage().nbytes()); }
 
- private:
   bool residentLocked(int device, const void* base, double bytes) {
     DeviceL2* l2 = find(device);
     if (l2 == nullptr) return false;
@@ -121,16 +109,6 @@ class Residency {
 };
 
 }  // namespace
-
-bool isL2Resident(int device, const at::Tensor& tensor) {
-  const void* base = Residency::storageBase(tensor);
-  return base != nullptr && Residency::instance().resident(device, base, Residency::storageBytes(tensor));
-}
-
-void touchL2(int device, const at::Tensor& tensor) {
-  const void* base = Residency::storageBase(tensor);
-  if (base != nullptr) Residency::instance().touch(device, base, Residency::storageBytes(tensor));
-}
 
 void queryL2Residency(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
   if (!tensors.empty()) Residency::instance().query(device, tensors, resident);

@@ -12,18 +12,12 @@
 
 namespace npusim::backend {
 
-// True when `tensor`'s storage was touched recently enough to still be in
-// the L2 of `device`.
-bool isL2Resident(int device, const at::Tensor& tensor);
-
-// A kernel read or wrote `tensor`: its storage is now the most recent data
-// in the L2.
-void touchL2(int device, const at::Tensor& tensor);
-
-// The same for a kernel's operands together, under one lock: resident[i]
-// says whether *tensors[i] is resident; tensors are touched in order, which
-// ends the same as touching them one by one.
+// A kernel's operands, under one lock: resident[i] says whether *tensors[i]'s
+// storage was touched recently enough to still be in the L2 of `device`.
 void queryL2Residency(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident);
+
+// A kernel read or wrote `tensors`: their storages, touched in order, are now
+// the most recent data in the L2.
 void touchL2(int device, c10::ArrayRef<const at::Tensor*> tensors);
 
 // A kernel moved `bytes` through HBM on `device` (evicting older lines).

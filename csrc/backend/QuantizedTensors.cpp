@@ -37,6 +37,7 @@
 
 #include "backend/EstimateMode.h"
 #include "backend/NpuAllocator.h"
+#include "backend/NpuTensors.h"
 #include "backend/OperatorRecords.h"
 #include "backend/OperatorTiming.h"
 #include "backend/TensorAliasing.h"
@@ -44,12 +45,6 @@
 
 namespace npusim::backend {
 namespace {
-
-bool isNpu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
-
-int deviceIndexOf(const at::Tensor& t) {
-  return t.device().has_index() ? t.device().index() : runtime::Runtime::instance().currentDevice();
-}
 
 // A quantized CPU tensor over the bytes of a quantized npu tensor, for the CPU
 // stubs and kernels (which read the data pointer with the quantized dtype).
@@ -65,7 +60,7 @@ at::Tensor quantizedCpuAlias(const at::Tensor& npu) {
 // zero points). PyTorch's quantizer converts them on their own device; on npu
 // torch_npu's cast rule may have made the scales float32 there.
 at::Tensor hostValues(const at::Tensor& t, c10::ScalarType type) {
-  const at::Tensor host = isNpu(t) ? makeCpuAlias(t) : t;
+  const at::Tensor host = isNpuTensor(t) ? makeCpuAlias(t) : t;
   return host.to(type).contiguous();
 }
 
@@ -124,7 +119,7 @@ at::Tensor quantizePerTensor(const at::Tensor& self, double scale, int64_t zeroP
   const c10::DeviceGuard guard(self.device());
   at::Tensor result = at::native::quantize_per_tensor(self, scale, zeroPoint, dtype);
   static OperatorRecord& record = nativeOperatorRecord("aten::quantize_per_tensor");
-  chargeVectorKernel(record, deviceIndexOf(self), {&self}, result);
+  chargeVectorKernel(record, npuDeviceIndex(self), {&self}, result);
   return result;
 }
 
@@ -133,7 +128,7 @@ at::Tensor quantizePerChannel(const at::Tensor& self, const at::Tensor& scales, 
   const c10::DeviceGuard guard(self.device());
   at::Tensor result = at::native::quantize_per_channel(self, scales, zeroPoints, axis, dtype);
   static OperatorRecord& record = nativeOperatorRecord("aten::quantize_per_channel");
-  chargeVectorKernel(record, deviceIndexOf(self), {&self, &scales, &zeroPoints}, result);
+  chargeVectorKernel(record, npuDeviceIndex(self), {&self, &scales, &zeroPoints}, result);
   return result;
 }
 
@@ -141,7 +136,7 @@ at::Tensor dequantize(const at::Tensor& self) {
   const c10::DeviceGuard guard(self.device());
   at::Tensor result = at::native::dequantize_quantized(self);
   static OperatorRecord& record = nativeOperatorRecord("aten::dequantize", "self");
-  chargeVectorKernel(record, deviceIndexOf(self), {&self}, result);
+  chargeVectorKernel(record, npuDeviceIndex(self), {&self}, result);
   return result;
 }
 
@@ -149,7 +144,7 @@ at::Tensor dequantize(const at::Tensor& self) {
 // that same type (a copy); the CPU kernel does the same copy.
 at::Tensor intRepr(const at::Tensor& self) {
   const c10::DeviceGuard guard(self.device());
-  const int device = deviceIndexOf(self);
+  const int device = npuDeviceIndex(self);
   at::Tensor result;
   if (estimateOnly()) {
     // The CPU kernel's shape: sub-byte types come out packed, one byte per 8 / bits elements.

@@ -48,6 +48,7 @@
 
 #include "backend/NpuAllocator.h"
 #include "backend/NpuErrors.h"
+#include "backend/NpuTensors.h"
 #include "backend/OperatorPlacement.h"
 #include "backend/OperatorRecords.h"
 #include "backend/OperatorTiming.h"
@@ -58,12 +59,6 @@
 
 namespace npusim::backend {
 namespace {
-
-bool isNpu(const at::Tensor& t) { return t.defined() && t.device().type() == c10::DeviceType::PrivateUse1; }
-
-int deviceIndexOf(const at::Tensor& t) {
-  return t.device().has_index() ? t.device().index() : runtime::Runtime::currentDevice();
-}
 
 std::string operatorName(const c10::OperatorHandle& op) {
   const auto& name = op.schema().operator_name();
@@ -86,15 +81,15 @@ class SparseCall {
       c10::IValue& value = stack[first + i];
       if (value.isTensor()) {
         const at::Tensor& t = value.toTensor();
-        if (isNpu(t)) value = alias(t, written);
+        if (isNpuTensor(t)) value = alias(t, written);
       } else if (value.isTensorList()) {
         c10::List<at::Tensor> mapped;
-        for (at::Tensor t : value.toTensorList()) mapped.push_back(isNpu(t) ? alias(t, written) : t);
+        for (at::Tensor t : value.toTensorList()) mapped.push_back(isNpuTensor(t) ? alias(t, written) : t);
         value = std::move(mapped);
       } else if (value.isOptionalTensorList()) {
         c10::List<std::optional<at::Tensor>> mapped;
         for (std::optional<at::Tensor> t : value.toOptionalTensorList()) {
-          mapped.push_back(t.has_value() && isNpu(*t) ? std::optional<at::Tensor>(alias(*t, written)) : t);
+          mapped.push_back(t.has_value() && isNpuTensor(*t) ? std::optional<at::Tensor>(alias(*t, written)) : t);
         }
         value = std::move(mapped);
       } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
@@ -184,7 +179,7 @@ class SparseCall {
   }
 
   at::Tensor alias(const at::Tensor& npu, bool written) {
-    noteDevice(deviceIndexOf(npu));
+    noteDevice(npuDeviceIndex(npu));
     at::Tensor cpu;
     if (npu.layout() == c10::kStrided) {
       cpu = denseAlias(npu);
@@ -209,7 +204,7 @@ class SparseCall {
   }
 
   at::Tensor toNpu(const at::Tensor& cpu) {
-    if (!cpu.defined() || isNpu(cpu)) return cpu;
+    if (!cpu.defined() || isNpuTensor(cpu)) return cpu;
     for (const auto& entry : tensors_) {
       if (entry.cpu.unsafeGetTensorImpl() == cpu.unsafeGetTensorImpl()) return entry.npu;  // in-place / out=
     }

@@ -9,10 +9,10 @@
 #include <c10/util/Exception.h>
 #include <c10/util/irange.h>
 
-#include "backend/NpuErrors.h"
-#include "distributed/DeferredRelease.h"
 #include "backend/EstimateMode.h"
 #include "backend/KernelOperands.h"
+#include "backend/NpuErrors.h"
+#include "distributed/DeferredRelease.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::distributed {

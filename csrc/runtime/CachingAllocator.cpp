@@ -15,20 +15,6 @@
 
 namespace npusim::runtime {
 
-std::string formatMemorySize(uint64_t bytes) {
-  char text[64];
-  if (bytes <= 1024) {
-    std::snprintf(text, sizeof(text), "%llu bytes", static_cast<unsigned long long>(bytes));
-  } else if (bytes <= 1048576) {
-    std::snprintf(text, sizeof(text), "%.2f KiB", static_cast<double>(bytes) / 1024.0);
-  } else if (bytes <= 1073741824ULL) {
-    std::snprintf(text, sizeof(text), "%.2f MiB", static_cast<double>(bytes) / 1048576.0);
-  } else {
-    std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / 1073741824.0);
-  }
-  return text;
-}
-
 MempoolId newMempoolId(bool userCreated) {
   static std::atomic<uint64_t> next{1};
   const uint64_t n = next.fetch_add(1, std::memory_order_relaxed);

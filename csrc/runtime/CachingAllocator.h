@@ -61,6 +61,7 @@
 
 #include "runtime/AllocatorConfig.h"
 #include "runtime/DeviceMemory.h"
+#include "runtime/MemorySize.h"
 
 namespace npusim::runtime {
 
@@ -217,9 +218,5 @@ class CachingAllocator {
   AllocatorConfig config_;  // read by Impl under its mutex
   std::unique_ptr<Impl> impl_;
 };
-
-// torch_npu's size formatter for messages: "512 bytes", "1.50 KiB",
-// "20.00 MiB", "60.97 GiB" (two decimals, binary units).
-std::string formatMemorySize(uint64_t bytes);
 
 }  // namespace npusim::runtime

@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "runtime/Error.h"
-#include "runtime/CachingAllocator.h"
 #include "runtime/HostMemoryBudget.h"
+#include "runtime/MemorySize.h"
 
 namespace npusim::runtime {
 

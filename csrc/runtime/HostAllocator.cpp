@@ -77,18 +77,22 @@ void* HostAllocator::allocate(size_t bytes) {
   } else {
     // Pinned memory is host memory like the simulated devices' memory: it
     // counts against the same HostMemoryBudget.
-    std::optional<std::string> refusal = HostMemoryBudget::instance().commit(size);
-    void* ptr = refusal ? nullptr : hostAllocate(size);
-    if (ptr == nullptr && !refusal) HostMemoryBudget::instance().release(size);
+    std::optional<std::string> refusal;
+    auto commitAndAllocate = [&]() -> void* {
+      refusal = HostMemoryBudget::instance().commit(size);
+      if (refusal) return nullptr;
+      void* allocated = hostAllocate(size);
+      if (allocated == nullptr) HostMemoryBudget::instance().release(size);
+      return allocated;
+    };
+    void* ptr = commitAndAllocate();
     if (ptr == nullptr && !cached_.empty()) {
       // Give the cache back to the host and try once more.
       for (auto& [cachedSize, bases] : cached_) {
         for (uintptr_t cachedBase : bases) releaseLocked(cachedBase, cachedSize);
       }
       cached_.clear();
-      refusal = HostMemoryBudget::instance().commit(size);
-      ptr = refusal ? nullptr : hostAllocate(size);
-      if (ptr == nullptr && !refusal) HostMemoryBudget::instance().release(size);
+      ptr = commitAndAllocate();
     }
     if (ptr == nullptr) {
       throw RuntimeError(ErrorCode::kRtMemoryAllocation, "aclrtMallocHost",

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "runtime/CachingAllocator.h"
 #include "runtime/HostMemory.h"
+#include "runtime/MemorySize.h"
 
 namespace npusim::runtime {
 namespace {
