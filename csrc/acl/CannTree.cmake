@@ -2,11 +2,10 @@
 #
 #   <root>/set_env.sh                         ASCEND_TOOLKIT_HOME, ASCEND_HOME_PATH, LD_LIBRARY_PATH ...
 #   <root>/include/acl/*.h, acl/error_codes/  AscendCL headers
-#   <root>/include/aclnn/*.h, aclnnop/*.h     aclnn tensors and operators
 #   <root>/lib64/libascendcl.so               the AscendCL runtime API
 #   <root>/lib64/libacl_rt.so                 the newer runtime library name (a linker script)
-#   <root>/lib64/libopapi.so                  aclnn operators (when PyTorch is built)
-#   <root>/lib64/libnnopbase.so, libopapi_math.so, libopapi_nn.so   names programs link (scripts)
+#   <root>/lib64/libopapi.so, libnnopbase.so, libopapi_math.so, libopapi_nn.so: the aclnn
+#                                             operators, once csrc/acl/aclnn exists (not yet)
 #   <root>/{compiler,tools,}/tikcpp/ascendc_kernel_cmake/ascendc.cmake
 #   <root>/<arch>-linux/ascend_toolkit_install.info   the simulated CANN version
 #   <root>/opp/version.info

@@ -136,10 +136,11 @@ AclContext* currentLocked(HandleTable& t) {
     if (it != t.contexts.end() && it->second == tlsCurrent.serial) return tlsCurrent.context;
     tlsCurrent = {};
   }
-  // A device that npusim's PyTorch backend initialised in this process: its default context.
+  // A device that npusim's PyTorch backend initialised in this process (and acl never set): its
+  // default context. A device that acl set gives new threads no context, as on the real stack.
   if (runtime::Runtime* started = runtime::Runtime::existing()) {
     const int device = runtime::Runtime::currentDevice();
-    if (started->isDeviceInitialized(device)) {
+    if (started->isDeviceInitialized(device) && t.deviceReferences.count(device) == 0) {
       AclContext* context = defaultContextLocked(t, device);
       tlsCurrent = {context, t.contexts.at(context)};
       return context;

@@ -5,8 +5,9 @@
 // (created on first use; each aclrtSetDevice adds one reference, aclrtResetDevice removes one,
 // and at zero the device's streams, events and aclrtMalloc memory are released).
 // aclrtCreateContext makes an extra context on a device. A thread with no current context
-// whose runtime device was initialised by npusim's PyTorch backend in the same process uses
-// that device's default context, as torch_npu's own aclrtSetDevice would have made it.
+// whose current runtime device was initialised by npusim's PyTorch backend in the same process
+// (and never set through acl) uses that device's default context, as torch_npu's own
+// aclrtSetDevice would have made it current.
 //
 // Streams. A created stream is one of the simulated device's pool streams, handed out
 // round-robin as torch_npu's stream pools hand them out: beyond 32 live streams on a device,

@@ -18,8 +18,7 @@ endif()
 # The interface target CANN's module gives host code: the toolkit's headers and libraries.
 if(NOT TARGET host_intf_pub)
   add_library(host_intf_pub INTERFACE)
-  target_include_directories(host_intf_pub INTERFACE "${_npusim_cann_root}/include"
-                                                     "${_npusim_cann_root}/include/aclnn")
+  target_include_directories(host_intf_pub INTERFACE "${_npusim_cann_root}/include")
   target_link_directories(host_intf_pub INTERFACE "${_npusim_cann_root}/lib64")
 endif()
 
@@ -27,8 +26,8 @@ function(_npusim_no_ascendc_kernels what)
   message(FATAL_ERROR
     "${what}: npusim cannot compile Ascend C kernels. npusim simulates the NPU on the host and "
     "ships no Ascend C compiler (bisheng/ccec), so a kernel source cannot be built here. Programs "
-    "that call AscendCL and aclnn operators build against this toolkit without kernels; to run "
-    "a custom kernel, use a real CANN toolkit, or express the computation with aclnn operators.")
+    "that only call AscendCL build against this toolkit; to run a custom kernel, use a real CANN "
+    "toolkit.")
 endfunction()
 
 function(ascendc_library)
