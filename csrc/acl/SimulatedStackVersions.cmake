@@ -1,6 +1,6 @@
 # NPUSIM_CANN_VERSION and NPUSIM_DRIVER_VERSION: the versions npusim's simulated stack reports,
 # read from the one file that npu-smi, the doctor and torch.version.cann also read.
-include_guard(GLOBAL)
+# No include guard: each directory scope that includes it gets the variables.
 file(STRINGS "${NPUSIM_DATA_DIR}/simulated_stack.ini" _npusim_stack_lines REGEX "^[a-z_]+ *= *")
 foreach(_line IN LISTS _npusim_stack_lines)
   if(_line MATCHES "^cann_version *= *([^ #]+)")
