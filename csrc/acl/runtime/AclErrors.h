@@ -8,6 +8,8 @@
 // exception ever crosses the C boundary.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +43,17 @@ const char* takeRecentErrorMessage() noexcept;
 // Throws AclFailure(ACL_ERROR_INVALID_PARAM) naming `what` when `pointer` is null.
 inline void requireNotNull(const void* pointer, const char* what) {
   if (pointer == nullptr) throw AclFailure(ACL_ERROR_INVALID_PARAM, std::string(what) + " must not be null");
+}
+
+// The integer a C caller passed for an enum parameter. C may pass any int (42 as an
+// aclrtMemcpyKind); reading such a value as the C++ enum is undefined, so entry points copy
+// its bytes and validate the integer.
+template <typename Enum>
+int32_t enumValue(const Enum& value) noexcept {
+  static_assert(sizeof(Enum) == sizeof(int32_t), "acl enums are 32-bit");
+  int32_t raw;
+  std::memcpy(&raw, &value, sizeof raw);
+  return raw;
 }
 
 namespace detail {

@@ -92,7 +92,8 @@ aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream) {
 aclError aclrtLaunchCallback(aclrtCallback fn, void* userData, aclrtCallbackBlockType blockType, aclrtStream stream) {
   return callAcl("aclrtLaunchCallback", [&] {
     npusim::acl::requireNotNull(reinterpret_cast<const void*>(fn), "fn");
-    if (blockType != ACL_CALLBACK_NO_BLOCK && blockType != ACL_CALLBACK_BLOCK) {
+    const int32_t block = npusim::acl::enumValue(blockType);
+    if (block != ACL_CALLBACK_NO_BLOCK && block != ACL_CALLBACK_BLOCK) {
       throw AclFailure(ACL_ERROR_INVALID_PARAM, "blockType must be ACL_CALLBACK_NO_BLOCK or ACL_CALLBACK_BLOCK");
     }
     const StreamKey key = keyOf(stream);
@@ -110,7 +111,7 @@ aclError aclrtLaunchCallback(aclrtCallback fn, void* userData, aclrtCallbackBloc
     q.pending.push_back(callback);
     q.changed.notify_all();
     npusim::acl::chargeHostTask();
-    if (blockType == ACL_CALLBACK_BLOCK && callback->thread != selfThread()) {
+    if (block == ACL_CALLBACK_BLOCK && callback->thread != selfThread()) {
       q.changed.wait(lock, [&] { return callback->done; });
     }
   });

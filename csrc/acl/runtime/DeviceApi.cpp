@@ -99,7 +99,7 @@ aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t* value
   return callAcl("aclrtGetDeviceInfo", [&] {
     requireNotNull(value, "value");
     const npusim::runtime::DeviceProperties p = rt().properties(static_cast<int>(deviceId));
-    switch (attr) {
+    switch (npusim::acl::enumValue(attr)) {
       case ACL_DEV_ATTR_AICPU_CORE_NUM: *value = rt().chip().aiCpuCores; break;
       case ACL_DEV_ATTR_AICORE_CORE_NUM:
       case ACL_DEV_ATTR_CUBE_CORE_NUM: *value = p.cubeCoreNum; break;
@@ -109,7 +109,7 @@ aclError aclrtGetDeviceInfo(uint32_t deviceId, aclrtDevAttr attr, int64_t* value
       case ACL_DEV_ATTR_PHY_CHIP_ID: *value = p.physicalId; break;
       default:
         throw AclFailure(ACL_ERROR_FEATURE_UNSUPPORTED,
-                         "device attribute " + std::to_string(static_cast<int>(attr)) + " is not simulated");
+                         "device attribute " + std::to_string(npusim::acl::enumValue(attr)) + " is not simulated");
     }
   });
 }
@@ -118,12 +118,12 @@ aclError aclGetDeviceCapability(uint32_t deviceId, aclDeviceInfo deviceInfo, int
   return callAcl("aclGetDeviceCapability", [&] {
     requireNotNull(value, "value");
     const npusim::runtime::DeviceProperties p = rt().properties(static_cast<int>(deviceId));
-    switch (deviceInfo) {
+    switch (npusim::acl::enumValue(deviceInfo)) {
       case ACL_DEVICE_INFO_AI_CORE_NUM: *value = p.cubeCoreNum; break;
       case ACL_DEVICE_INFO_VECTOR_CORE_NUM: *value = p.vectorCoreNum; break;
       case ACL_DEVICE_INFO_L2_SIZE: *value = static_cast<int64_t>(p.l2CacheSize); break;
       default:
-        throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown device information " + std::to_string(static_cast<int>(deviceInfo)));
+        throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown device information " + std::to_string(npusim::acl::enumValue(deviceInfo)));
     }
   });
 }

@@ -23,7 +23,7 @@ constexpr uint32_t kPagePolicyMask = 0xffU;
 constexpr uint32_t kKnownPolicyBits = ACL_MEM_TYPE_LOW_BAND_WIDTH | ACL_MEM_TYPE_HIGH_BAND_WIDTH |
                                       ACL_MEM_ACCESS_USER_SPACE_READONLY;
 
-void checkPolicy(aclrtMemMallocPolicy policy) {
+void checkPolicy(int32_t policy) {
   const auto bits = static_cast<uint32_t>(policy);
   if ((bits & kPagePolicyMask) > ACL_MEM_MALLOC_HUGE1G_ONLY_P2P || (bits & ~(kPagePolicyMask | kKnownPolicyBits)) != 0) {
     throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown memory allocation policy " + std::to_string(bits));
@@ -33,10 +33,10 @@ void checkPolicy(aclrtMemMallocPolicy policy) {
 // aclrtMalloc's size: rounded up to 32 bytes, plus 32 bytes, as the real allocator sizes blocks.
 size_t allocationSize(size_t size) { return (size + 31) / 32 * 32 + 32; }
 
-void* mallocDevice(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
+void* mallocDevice(void** devPtr, size_t size, const aclrtMemMallocPolicy& policy) {
   requireNotNull(devPtr, "devPtr");
   if (size == 0) throw AclFailure(ACL_ERROR_INVALID_PARAM, "size must be greater than 0");
-  checkPolicy(policy);
+  checkPolicy(npusim::acl::enumValue(policy));
   *devPtr = npusim::acl::allocateDevice(allocationSize(size));
   return *devPtr;
 }
@@ -59,7 +59,11 @@ struct CopyPlan {
   int device = -1;           // the device whose copy engine moves the bytes
 };
 
-CopyPlan planCopy(void* dst, const void* src, size_t count, aclrtMemcpyKind kind) {
+CopyPlan planCopy(void* dst, const void* src, size_t count, int32_t raw) {
+  if (raw < ACL_MEMCPY_HOST_TO_HOST || raw > ACL_MEMCPY_INTER_DEVICE_TO_DEVICE) {
+    throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown memcpy kind " + std::to_string(raw));
+  }
+  auto kind = static_cast<aclrtMemcpyKind>(raw);
   const int dstDevice = locate(dst, count, "the destination");
   const int srcDevice = locate(src, count, "the source");
   const bool dstOnDevice = dstDevice >= 0;
@@ -87,7 +91,7 @@ CopyPlan planCopy(void* dst, const void* src, size_t count, aclrtMemcpyKind kind
       wantDst = wantSrc = true;
       plan.transfer = Transfer::kDeviceToDevice;
       break;
-    default: throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown memcpy kind " + std::to_string(static_cast<int>(kind)));
+    default: throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown memcpy kind " + std::to_string(raw));
   }
   if (dstOnDevice != wantDst || srcOnDevice != wantSrc) {
     throw AclFailure(ACL_ERROR_RT_PARAM_INVALID,
@@ -107,7 +111,7 @@ CopyPlan planCopy(void* dst, const void* src, size_t count, aclrtMemcpyKind kind
 // The copy itself: the bytes move now (simulated work runs when it is queued), the timeline
 // is charged on `stream`. A synchronous copy, or one from pageable host memory, makes the host
 // wait for it.
-void copy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind, aclrtStream stream,
+void copy(void* dst, size_t destMax, const void* src, size_t count, int32_t kind, aclrtStream stream,
           bool synchronous) {
   requireNotNull(dst, "dst");
   requireNotNull(src, "src");
@@ -179,16 +183,16 @@ aclError aclrtFreeHost(void* hostPtr) {
 }
 
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
-  return callAcl("aclrtMemcpy", [&] { copy(dst, destMax, src, count, kind, nullptr, true); });
+  return callAcl("aclrtMemcpy", [&] { copy(dst, destMax, src, count, npusim::acl::enumValue(kind), nullptr, true); });
 }
 
 aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind,
                           aclrtStream stream) {
-  return callAcl("aclrtMemcpyAsync", [&] { copy(dst, destMax, src, count, kind, stream, false); });
+  return callAcl("aclrtMemcpyAsync", [&] { copy(dst, destMax, src, count, npusim::acl::enumValue(kind), stream, false); });
 }
 
 static void copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
-                   aclrtMemcpyKind kind, aclrtStream stream, bool synchronous) {
+                   int32_t kind, aclrtStream stream, bool synchronous) {
   requireNotNull(dst, "dst");
   requireNotNull(src, "src");
   if (width > dpitch || width > spitch) {
@@ -212,12 +216,12 @@ static void copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, siz
 
 aclError aclrtMemcpy2d(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                        aclrtMemcpyKind kind) {
-  return callAcl("aclrtMemcpy2d", [&] { copy2d(dst, dpitch, src, spitch, width, height, kind, nullptr, true); });
+  return callAcl("aclrtMemcpy2d", [&] { copy2d(dst, dpitch, src, spitch, width, height, npusim::acl::enumValue(kind), nullptr, true); });
 }
 
 aclError aclrtMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
                             aclrtMemcpyKind kind, aclrtStream stream) {
-  return callAcl("aclrtMemcpy2dAsync", [&] { copy2d(dst, dpitch, src, spitch, width, height, kind, stream, false); });
+  return callAcl("aclrtMemcpy2dAsync", [&] { copy2d(dst, dpitch, src, spitch, width, height, npusim::acl::enumValue(kind), stream, false); });
 }
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
@@ -232,13 +236,14 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
   return callAcl("aclrtGetMemInfo", [&] {
     requireNotNull(free, "free");
     requireNotNull(total, "total");
-    if (attr < ACL_DDR_MEM || attr > ACL_HBM_MEM_P2P_HUGE1G) {
-      throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown memory attribute " + std::to_string(static_cast<int>(attr)));
+    const int32_t raw = npusim::acl::enumValue(attr);
+    if (raw < ACL_DDR_MEM || raw > ACL_HBM_MEM_P2P_HUGE1G) {
+      throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown memory attribute " + std::to_string(raw));
     }
     const int device = npusim::acl::currentDeviceOrThrow();
-    const bool hbm = attr == ACL_HBM_MEM || attr == ACL_HBM_MEM_HUGE || attr == ACL_HBM_MEM_NORMAL ||
-                     attr == ACL_HBM_MEM_P2P_HUGE || attr == ACL_HBM_MEM_P2P_NORMAL || attr == ACL_HBM_MEM_HUGE1G ||
-                     attr == ACL_HBM_MEM_P2P_HUGE1G;
+    const bool hbm = raw == ACL_HBM_MEM || raw == ACL_HBM_MEM_HUGE || raw == ACL_HBM_MEM_NORMAL ||
+                     raw == ACL_HBM_MEM_P2P_HUGE || raw == ACL_HBM_MEM_P2P_NORMAL || raw == ACL_HBM_MEM_HUGE1G ||
+                     raw == ACL_HBM_MEM_P2P_HUGE1G;
     if (!hbm) {
       // A 910B card has no DDR of its own (its memory is HBM), as the real call reports.
       *free = 0;

@@ -109,11 +109,11 @@ aclError aclFinalizeReference(uint64_t* refCount) {
 const char* aclGetRecentErrMsg(void) { return npusim::acl::takeRecentErrorMessage(); }
 
 aclError aclrtPeekAtLastError(aclrtLastErrLevel level) {
-  return level == ACL_RT_THREAD_LEVEL ? npusim::acl::lastError(false) : ACL_ERROR_INVALID_PARAM;
+  return npusim::acl::enumValue(level) == ACL_RT_THREAD_LEVEL ? npusim::acl::lastError(false) : ACL_ERROR_INVALID_PARAM;
 }
 
 aclError aclrtGetLastError(aclrtLastErrLevel level) {
-  return level == ACL_RT_THREAD_LEVEL ? npusim::acl::lastError(true) : ACL_ERROR_INVALID_PARAM;
+  return npusim::acl::enumValue(level) == ACL_RT_THREAD_LEVEL ? npusim::acl::lastError(true) : ACL_ERROR_INVALID_PARAM;
 }
 
 aclError aclrtGetVersion(int32_t* majorVersion, int32_t* minorVersion, int32_t* patchVersion) {
@@ -130,20 +130,22 @@ aclError aclrtGetVersion(int32_t* majorVersion, int32_t* minorVersion, int32_t* 
 aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion* version) {
   return callAcl("aclsysGetCANNVersion", [&] {
     npusim::acl::requireNotNull(version, "version");
-    if (name < ACL_PKG_NAME_CANN || name > ACL_PKG_NAME_DRIVER) {
-      throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown package name " + std::to_string(static_cast<int>(name)));
+    const int32_t package = npusim::acl::enumValue(name);
+    if (package < ACL_PKG_NAME_CANN || package > ACL_PKG_NAME_DRIVER) {
+      throw AclFailure(ACL_ERROR_INVALID_PARAM, "unknown package name " + std::to_string(package));
     }
     // Every CANN package of the simulated stack has its version; the driver has its own.
-    splitVersion(name == ACL_PKG_NAME_DRIVER ? NPUSIM_DRIVER_VERSION : NPUSIM_CANN_VERSION, version);
+    splitVersion(package == ACL_PKG_NAME_DRIVER ? NPUSIM_DRIVER_VERSION : NPUSIM_CANN_VERSION, version);
   });
 }
 
 void aclAppLog(aclLogLevel logLevel, const char* func, const char* file, uint32_t line, const char* fmt, ...) {
   using npusim::runtime::LogLevel;
-  const LogLevel level = logLevel == ACL_DEBUG     ? LogLevel::kDebug
-                         : logLevel == ACL_INFO    ? LogLevel::kInfo
-                         : logLevel == ACL_WARNING ? LogLevel::kWarning
-                                                   : LogLevel::kError;
+  const int32_t raw = npusim::acl::enumValue(logLevel);
+  const LogLevel level = raw == ACL_DEBUG     ? LogLevel::kDebug
+                         : raw == ACL_INFO    ? LogLevel::kInfo
+                         : raw == ACL_WARNING ? LogLevel::kWarning
+                                              : LogLevel::kError;
   npusim::runtime::Plog& plog = npusim::runtime::Plog::instance();
   if (fmt == nullptr || !plog.enabled(level)) return;
   char message[1024];
@@ -157,7 +159,7 @@ void aclAppLog(aclLogLevel logLevel, const char* func, const char* file, uint32_
 }
 
 size_t aclDataTypeSize(aclDataType dataType) {
-  switch (dataType) {
+  switch (npusim::acl::enumValue(dataType)) {
     case ACL_BOOL:
     case ACL_INT8:
     case ACL_UINT8:
