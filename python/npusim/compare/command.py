@@ -171,9 +171,12 @@ def run_compare(options: argparse.Namespace) -> int:
         if found is not None:
             first, first_key = found, key
             break
+    # Without a call beyond msprobe's thresholds, the small differences still get their cause.
+    explain_key = first_key or next((key for key in sorted(step_calls)
+                                     if any(not call.exact and call.kind == "api" for call in step_calls[key][0])), None)
     explanations = []
-    if first is not None and options.explain > 0:
-        explanations = _explain(options, first_key, step_calls, env, output, task, bench_path)
+    if explain_key is not None and options.explain > 0:
+        explanations = _explain(options, explain_key, step_calls, env, output, task, bench_path)
 
     all_calls = [call for key in sorted(step_calls) for call in step_calls[key][0]]
     summary = _summary(options, step_calls, first, first_key, explanations, npu_info, bench_info, tables, rows)
@@ -200,13 +203,17 @@ def run_compare(options: argparse.Namespace) -> int:
     return 0
 
 
-def _explain(options, first_key, step_calls, env, output, task, bench_path) -> list:
+def _explain(options, key, step_calls, env, output, task, bench_path) -> list:
     from .explain import explain_calls
 
-    step, suffix = first_key
-    calls, npu_folder = step_calls[first_key]
-    chosen = [call for call in calls if call.diverging and call.kind == "api" and call.direction == "forward"]
-    chosen = sorted(chosen, key=lambda call: call.order)[:options.explain]
+    step, suffix = key
+    calls, npu_folder = step_calls[key]
+    # The diverging calls first, then those that differ within msprobe's thresholds.
+    apis = sorted((call for call in calls if call.kind == "api" and call.direction == "forward"),
+                  key=lambda call: call.order)
+    chosen = [call for call in apis if call.diverging]
+    chosen += [call for call in apis if not call.diverging and not call.exact]
+    chosen = chosen[:options.explain]
     if not chosen:
         return []
     if task == "tensor":
@@ -236,8 +243,9 @@ def _summary(options, step_calls, first, first_key, explanations, npu_info, benc
     by_entry = {explanation.entry: explanation for explanation in explanations}
     if first is not None:
         explanation = by_entry.get(first.entry)
-        verdict = (f"{len(diverging)} dumped calls diverge beyond msprobe's thresholds; the first operator is "
-                   f"{first.entry} (step {first_key[0]})")
+        in_step = [call for call in step_calls[first_key][0] if call.diverging]
+        verdict = (f"{len(in_step)} dumped calls of step {first_key[0]} diverge beyond msprobe's thresholds "
+                   f"({len(diverging)} in all steps); the first operator is {first.entry}")
         description = f"at {first.source or 'no user frame'}: " + (
             explanation.text if explanation else "; ".join(first.reasons))
     elif exact:
@@ -248,6 +256,10 @@ def _summary(options, step_calls, first, first_key, explanations, npu_info, benc
         verdict = "no operator goes beyond msprobe's thresholds"
         description = (f"{len(differing)} calls differ slightly; the first is {differing[0].entry}"
                        if differing else "nothing differs")
+        causes = [f"{explanation.entry}: {explanation.text}" for explanation in explanations
+                  if explanation.verdict != "inherited"]
+        if causes:
+            description += ". " + " | ".join(causes)
     facts = [
         ("Program", " ".join([options.script, *options.args])),
         ("Steps compared", ", ".join(str(key[0]) + key[1] for key in sorted(step_calls))),

@@ -112,6 +112,9 @@ def _row_exact(row: dict, mode: str) -> bool:
 
 
 def _misses_standard(row: dict) -> bool:
+    """msprobe's ``check_accuracy`` answers "No" (``N/A``: Inf or NaN at different places)."""
+    if row.get("Cosine") == "N/A" or row.get("MaxAbsErr") == "N/A":
+        return True
     cosine, absolute = _number(row.get("Cosine")), _number(row.get("MaxAbsErr"))
     if cosine is None or absolute is None:
         return False
@@ -205,5 +208,6 @@ def user_source_line(stack: list[str] | None) -> str | None:
         if os.path.abspath(path).startswith(library):
             continue
         number = rest.split(",", 1)[0]
-        return f"{path}:{number}  {source.strip()}"
+        shown = os.path.relpath(path) if os.path.abspath(path).startswith(os.getcwd() + os.sep) else path
+        return f"{shown}:{number}  {source.strip()}"
     return None

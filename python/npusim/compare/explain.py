@@ -33,6 +33,13 @@ from .divergence import CallDivergence
 
 __all__ = ["Explanation", "explain_calls", "RULES"]
 
+# Operators whose result depends on random numbers (they are not re-run).
+_RANDOM_APIS = {"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+                "feature_dropout", "native_dropout", "rrelu", "rrelu_", "gumbel_softmax", "bernoulli", "bernoulli_",
+                "multinomial", "poisson", "rand", "rand_like", "randn", "randn_like", "randint", "randint_like",
+                "randperm", "normal", "normal_", "uniform_", "random_", "exponential_", "cauchy_", "log_normal_",
+                "geometric_"}
+
 RULES = {
     "autocast": "autocast",
     "hf32": "HF32",
@@ -45,7 +52,7 @@ RULES = {
 @dataclasses.dataclass
 class Explanation:
     entry: str
-    verdict: str  # a RULES key, "inherited", "combined", "unexplained", "not re-run"
+    verdict: str  # a RULES key, "inherited", "combined", "unexplained", "random", "not re-run"
     text: str
     variants: dict[str, dict[str, Any]]
 
@@ -174,6 +181,11 @@ def explain_calls(calls: list[CallDivergence], npu_rank_dir: str, bench_tensor_r
     for call in calls:
         entry = bench.get(call.entry)
         if call.kind != "api" or call.direction != "forward":
+            continue
+        if call.api in _RANDOM_APIS:
+            explanations[call.entry] = Explanation(
+                call.entry, "random", "a random operator: its result depends on the random numbers each run drew, "
+                "which a re-run from the dumped inputs cannot reproduce", {})
             continue
         if entry is None or "output" not in entry:
             explanations[call.entry] = Explanation(call.entry, "not re-run",

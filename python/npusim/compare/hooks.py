@@ -29,6 +29,7 @@ import linecache
 import os
 import sys
 import threading
+import warnings
 import weakref
 from collections import defaultdict
 from typing import Any, Callable
@@ -421,6 +422,9 @@ class DumpSession:
         if not isinstance(model, torch.nn.Module) or model in self._roots:
             return
         self._roots.add(model)
+        # BackwardHook warns for a module whose inputs need no gradient (the first layer); the
+        # dump expects that, as msprobe's does.
+        warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
         for path, module in model.named_modules():
             if module is model or module in self._hooked_modules:
                 continue

@@ -27,13 +27,21 @@ def _loss_figure(npu_losses: list[dict], bench_losses: list[dict]) -> str:
     import plotly.graph_objects as go
 
     figure = go.Figure()
-    for label, points in (("simulated NPU", npu_losses), ("CPU fp32 benchmark", bench_losses)):
+    curves = {}
+    for label, points, dash in (("simulated NPU", npu_losses, "solid"), ("CPU fp32 benchmark", bench_losses, "dot")):
         numeric = [point for point in points if isinstance(point.get("loss"), (int, float))]
+        curves[label] = {point["index"]: point["loss"] for point in numeric}
         figure.add_trace(go.Scatter(x=[point["index"] for point in numeric], y=[point["loss"] for point in numeric],
-                                    mode="lines+markers", name=label,
+                                    mode="lines+markers", name=label, line={"dash": dash},
                                     hovertext=[f"step {point['step']}" for point in numeric]))
+    common = sorted(set(curves["simulated NPU"]) & set(curves["CPU fp32 benchmark"]))
+    if common:
+        # The two curves often lie within a line width of each other: their difference has its own axis.
+        figure.add_trace(go.Bar(x=common, y=[curves["simulated NPU"][i] - curves["CPU fp32 benchmark"][i] for i in common],
+                                name="NPU - benchmark", yaxis="y2", opacity=0.35))
     figure.update_layout(title="Loss of each backward() call", xaxis_title="backward() call", yaxis_title="loss",
-                         height=340)
+                         yaxis2={"title": "NPU - benchmark", "overlaying": "y", "side": "right", "showgrid": False},
+                         height=360, legend={"orientation": "h", "y": -0.25})
     return figure.to_html(full_html=False, include_plotlyjs=False, config={"responsive": True})
 
 
@@ -57,7 +65,11 @@ def build_page(summary: dict[str, Any], calls: list[CallDivergence], first: Call
 
     parts.append("<h2>First diverging operator</h2>")
     if first is None:
+        causes = [explanation for explanation in explanations if explanation.verdict != "inherited"]
         parts.append("<p>No operator goes beyond msprobe's thresholds.</p>")
+        if causes:
+            parts.append(html_table(["Call with a small difference", "Cause", "Explanation"],
+                                    [[e.entry, _cause(e), e.text] for e in causes]))
     else:
         explanation = by_entry.get(first.entry)
         parts.append(f"<div class='finding high'><h3>{html.escape(first.entry)}</h3>"

@@ -17,7 +17,6 @@ import os
 import runpy
 import sys
 import traceback
-import warnings
 from typing import Any
 
 __all__ = ["main", "NumericsProbe", "RUN_INFO_FILE"]
@@ -128,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     from .loss_recorder import LossRecorder
 
     role = spec["role"]
+    # Memory from torch.empty holds whatever was there before: with msprobe's dump of in-place
+    # initialisers (normal_, fill_) the two runs would differ in garbage. Both runs fill new
+    # memory (NaN, or the largest integer) as PyTorch's deterministic mode does, on CPU and npu
+    # alike; operators without a deterministic version only warn.
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
     seed = spec.get("seed")
     if seed is not None:
         torch.manual_seed(int(seed))
@@ -140,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
         "risk_level": "ALL", "extra_info": True, "step": spec.get("dump_steps"),
         spec.get("task", "statistics"): {"list": spec.get("list", []), "data_mode": ["all"]},
     })
-    # BackwardHook warns for a module whose inputs need no gradient; the dump expects that.
-    warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
     session = DumpSession(config, numerics_probe=NumericsProbe(role), discover_models=True)
     if role == "bench":
         # The benchmark's "npu" tensors live on the CPU: their devices are written as the NPU run's.
