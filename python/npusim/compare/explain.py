@@ -76,7 +76,8 @@ def _variants(call: CallDivergence, record: dict, overflow_mode: str | None) -> 
     if autocast:
         variants["autocast off"] = dict(base, autocast=None)
         rules.append("autocast")
-    if any(hf32):
+    # HF32 applies to matrix products (matmul switch) and convolutions (conv switch, on by default).
+    if hf32[0] or (hf32[1] and "conv" in call.api):
         variants["hf32 off"] = dict(base, hf32=[False, False])
         rules.append("hf32")
     if call.prefix == "NPU":

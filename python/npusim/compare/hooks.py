@@ -134,7 +134,6 @@ class DumpSession:
         self.running = False
         self.finished = False
         self.step_limit: int | None = None
-        self.on_step_end: list[Callable[[int], None]] = []
         self._lock = threading.RLock()
         self._local = threading.local()
         self._api_counts: dict[str, int] = defaultdict(int)
@@ -191,14 +190,11 @@ class DumpSession:
             return
         with self._lock:
             self.writer.close()
-        finished_step = self.current_step
         self.loop += 1
         self._api_counts.clear()
         self._module_counts.clear()
         self._grad_calls.clear()
         self.scope = DumpScope(self.config)
-        for callback in list(self.on_step_end):
-            callback(finished_step)
 
     def close(self) -> None:
         self.running = False

@@ -61,7 +61,7 @@ def build_page(summary: dict[str, Any], calls: list[CallDivergence], first: Call
     verdict = summary["verdict"]
     parts.append(f"<div class='finding {'high' if diverging else ''}'><h3>{html.escape(verdict)}</h3>"
                  f"<p>{html.escape(summary['description'])}</p></div>")
-    parts.append(html_table(["", ""], [[key, value] for key, value in summary["facts"]]))
+    parts.append(html_table(["Run", ""], [[key, value] for key, value in summary["facts"]]))
 
     parts.append("<h2>First diverging operator</h2>")
     if first is None:
