@@ -3,12 +3,11 @@ numbers of npu operators come from the npu generator's state, torch_npu's operat
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-PYTHON = Path(__file__).resolve().parents[2] / "python"
+from npusim_testing.fresh_process import subprocess_env
 
 PROGRAM = """
 import torch, torch_npu
@@ -42,9 +41,7 @@ except NotImplementedError as error:
 
 
 def test_benchmark_device_mapping(tmp_path):
-    env = dict(os.environ)
-    if any((PYTHON / "npusim").glob("_C*.so")):
-        env["PYTHONPATH"] = str(PYTHON) + os.pathsep + env.get("PYTHONPATH", "")
+    env = subprocess_env()
     run = subprocess.run([sys.executable, "-c", PROGRAM], capture_output=True, text=True, timeout=300, env=env,
                          cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]

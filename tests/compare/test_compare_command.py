@@ -20,19 +20,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from npusim_testing.fresh_process import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON = ROOT / "python"
 GPT = ROOT / "examples" / "gpt_transformer.py"
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 
 def _env(**extra):
-    env = dict(os.environ)
-    if any((PYTHON / "npusim").glob("_C*.so")):
-        env["PYTHONPATH"] = str(PYTHON) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
+    return subprocess_env(extra)
 
 
 def _compare(tmp_path, *arguments, env=None):

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from npusim_testing.fresh_process import subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
-PYTHON = ROOT / "python"
 
 SCRIPT = """\
 import torch
@@ -44,11 +44,7 @@ CONFIG = {
 
 
 def _env(**extra):
-    env = dict(os.environ)
-    if any((PYTHON / "npusim").glob("_C*.so")):
-        env["PYTHONPATH"] = str(PYTHON) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra)
-    return env
+    return subprocess_env(extra)
 
 
 def _run(arguments, cwd, env=None, check=True):
