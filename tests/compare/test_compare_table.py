@@ -67,7 +67,7 @@ def test_statistics_mode_by_hand(tmp_path):
             "output": [_tensor("torch.float32", 2.0, -2.0, 0.5, 4.0)]},
     })
     table = compare_dumps(npu, bench)
-    (path,) = write_table(table, str(tmp_path / "out"), "_step0", "20260101000000")
+    path = write_table(table, str(tmp_path / "out"), "_step0", "20260101000000")[0]
     assert os.path.basename(path) == "compare_result_step0_20260101000000.csv"
     header, rows = _read_csv(path)
     assert header == STATISTICS_HEADER
@@ -107,7 +107,7 @@ def test_tensor_mode_by_hand(tmp_path):
             "output": [_tensor("torch.float32", max(values), 1.0, sum(values) / 4, 5.0,
                                "Tensor.mul.0.forward.output.0.pt", (4,))]}})
     table = compare_dumps(str(tmp_path / "npu"), str(tmp_path / "bench"))
-    (path,) = write_table(table, str(tmp_path / "out"), "", "20260101000000")
+    path = write_table(table, str(tmp_path / "out"), "", "20260101000000")[0]
     header, rows = _read_csv(path)
     assert header == TENSOR_HEADER
     tensor_in, scalar, output = rows
