@@ -23,7 +23,7 @@ import os
 import sys
 from typing import Any, Callable
 
-__all__ = ["ApiCatalog", "ApiTarget", "api_catalog", "api_names", "PREFIX_FUNCTIONAL", "PREFIX_TENSOR", "PREFIX_TORCH",
+__all__ = ["ApiCatalog", "ApiTarget", "api_names", "PREFIX_FUNCTIONAL", "PREFIX_TENSOR", "PREFIX_TORCH",
            "PREFIX_NPU", "PREFIX_DISTRIBUTED", "API_PREFIXES", "risk_level"]
 
 PREFIX_FUNCTIONAL = "Functional"
@@ -149,8 +149,3 @@ class ApiCatalog:
             return None
         # A hooked attribute keeps its original.
         return getattr(value, "_npusim_compare_original", value)
-
-
-@functools.lru_cache(maxsize=1)
-def api_catalog() -> ApiCatalog:
-    return ApiCatalog()
