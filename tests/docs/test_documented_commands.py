@@ -78,6 +78,10 @@ HOW_EACH_IS_EXERCISED: dict[str, tuple] = {
     "npusim smi info -t usages; echo $?": ("run", None, 60),
     "torchrun --nproc_per_node=2 examples/ddp_train.py": ("run", "torchrun --nproc_per_node=2 examples/ddp_train.py "
                                                            "--steps 2 --width 64 --batch 8", 300),
+    "npusim compare [--steps N] [--tensors] [--output DIR] [--level mix|L1|L0] [--explain K] SCRIPT [ARGS...]":
+        ("elsewhere", "the synopsis of the command; tests/compare runs it with each option"),
+    "npusim compare --steps 2 --output /tmp/npusim_compare examples/gpt_transformer.py --amp fp16":
+        ("run", "npusim compare --steps 1 --output /tmp/npusim_compare examples/gpt_transformer.py --amp fp16", 600),
     "python examples/llama_fsdp_estimate.py": ("run", "python examples/llama_fsdp_estimate.py --world-sizes 8 64 "
                                                       "--layers 2 --seq 256", 600),
 }
@@ -115,7 +119,8 @@ def test_documented_command_runs(documented, command, timeout, exit_codes, works
 def _shell(command: str, workspace: Path, timeout: int) -> subprocess.CompletedProcess:
     """Runs a documented command as a user's shell would, from the repository's root (here a copy of
     its examples), with the npusim of this test run first on PATH and PYTHONPATH."""
-    command = command.replace("/tmp/migrated", str(workspace / "migrated"))
+    for documented_folder in ("/tmp/migrated", "/tmp/npusim_compare"):
+        command = command.replace(documented_folder, str(workspace / documented_folder.rsplit("/", 1)[1]))
     bin_folder = workspace / "bin"
     if not bin_folder.exists():
         bin_folder.mkdir()
