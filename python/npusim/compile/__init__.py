@@ -15,12 +15,19 @@ import sys
 
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 _DYNAMO_PACKAGE = "torch._dynamo"
+_BACKEND_REGISTRY_MODULE = "torch._dynamo.backends.registry"
 
 
 def _register_device_interface() -> None:
     from npusim.compile import device_interface
 
     device_interface.register()
+
+
+def _register_dynamo_backend() -> None:
+    from npusim.compile import dynamo_backend
+
+    dynamo_backend.register()
 
 
 def _apply_dynamo_rules() -> None:
@@ -91,6 +98,11 @@ def install() -> None:
     """Arrange the Dynamo registrations (now for what Dynamo has loaded, else when it loads),
     and serve ``torchair`` where no real one is installed."""
     install_torchair()
+    from npusim.compile import graph_steps
+
+    graph_steps.install()  # torch.compiler.npugraph_mark_step_begin, as torch_npu installs it
+    # backend="npu", as torch_npu registers it, once Dynamo's backend registry exists.
+    after_import(_BACKEND_REGISTRY_MODULE, _register_dynamo_backend)
     if _DEVICE_INTERFACE_MODULE in sys.modules:
         _register_device_interface()
     else:
