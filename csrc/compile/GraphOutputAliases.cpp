@@ -53,8 +53,22 @@ std::vector<at::Tensor> graphOutputAliases(const std::vector<at::Tensor>& output
   return result;
 }
 
+// The tensor over the graph's static memory behind a handed-out output (the tensor itself when it
+// is not one). A graph captured on such an input (a backward on its forward's saved outputs)
+// must hold the static memory, not the program's alias, which a later generation invalidates.
+at::Tensor graphOutputSource(const at::Tensor& tensor) {
+  if (!tensor.defined() || !tensor.has_storage()) return tensor;
+  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+  auto* source = storage->_mutable_data_ptr_no_checks().cast_context<c10::Storage>(&releaseOwner);
+  if (source == nullptr) return tensor;
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(*source), tensor.key_set(), tensor.dtype());
+  impl->set_sizes_and_strides(tensor.sizes(), tensor.strides(), tensor.storage_offset());
+  return at::Tensor(std::move(impl));
+}
+
 TORCH_LIBRARY_FRAGMENT(npusim, m) {
   m.def("_graph_output_aliases(Tensor[] outputs) -> Tensor[]", &graphOutputAliases);
+  m.def("_graph_output_source(Tensor tensor) -> Tensor", &graphOutputSource);
 }
 
 }  // namespace

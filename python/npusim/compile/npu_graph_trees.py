@@ -209,7 +209,10 @@ class _Recorded:
         self.static = static
         self.copies = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and i not in static]
         self.mutated = [i for i in mutated if i in self.copies]
-        self.inputs = list(inputs)
+        # Static inputs handed out by another graph's run (a backward's saved activations) are
+        # captured over that graph's static memory, which no later generation invalidates.
+        self.inputs = [torch.ops.npusim._graph_output_source(x) if i in static and isinstance(x, torch.Tensor) else x
+                       for i, x in enumerate(inputs)]
         for index in self.copies:
             source = inputs[index]
             copy = torch.empty_strided(source.size(), source.stride(), dtype=source.dtype, device=source.device)
