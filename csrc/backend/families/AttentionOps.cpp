@@ -187,9 +187,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fusedAttentionBackwar
   const at::Tensor gradQuery = inLayout(std::get<0>(grads), stridesLike(query), device);
   const at::Tensor gradKey = inLayout(std::get<1>(grads), stridesLike(key), device);
   const at::Tensor gradValue = inLayout(std::get<2>(grads), stridesLike(value), device);
+  // With a bias, a fourth result as the Meta function has one; computed only when asked for (a
+  // bias that requires grad); otherwise it is the unread placeholder the Meta function returns.
   at::Tensor gradBias;
+  if (bias.has_value()) gradBias = at::empty_like(attnBias);
   if (gradInputMask[3] && bias.has_value()) {
-    gradBias = at::empty_like(attnBias);
     if (!estimateOnly()) {
       kernelOperand(gradBias).copy_(attentionBiasGradient(kernelOperand(gradOut), kernelOperand(query),
                                                           kernelOperand(key), kernelOperand(value),
