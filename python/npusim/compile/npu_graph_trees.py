@@ -134,6 +134,9 @@ class _DeviceGenerations:
             if generation == self.generation:
                 return
             if self.pending_backward and MarkStepBox.mark_step_counter == 0 and self.generation is not None:
+                # Forwards wait for their backward: this invocation continues the generation
+                # (and so does the backward that follows it).
+                self.generation = generation
                 return
             previous, self.handed_out = self.handed_out, []
             self.generation = generation
