@@ -1,9 +1,9 @@
-"""reduce-overhead's outputs follow torch_npu's NPU graph trees: a run's outputs are fresh tensors
-over the graph's memory, valid until a later generation begins; reading one after that raises
-torch_npu's "accessing tensor output of NPUGraphs that has been overwritten by a subsequent run"
-(through any view too); a graph never overwrites outputs still in use within a generation (it
-runs without the graph instead, with torch_npu's warning); npugraph_mark_step_begin() starts a
-generation even while forwards wait for their backward."""
+"""reduce-overhead's outputs are guarded as torch_npu's NPU graph trees guard them: a graph run's
+outputs are fresh tensors over the graph's memory; reading one after a replay of a later
+generation overwrote it raises torch_npu's "accessing tensor output of NPUGraphs that has been
+overwritten by a subsequent run" (through any view too); a graph never overwrites outputs still
+in use within a generation (it runs without the graph instead, with torch_npu's warning);
+npugraph_mark_step_begin() starts a generation even while forwards wait for their backward."""
 
 import re
 import warnings
@@ -49,7 +49,9 @@ def test_an_output_read_after_the_next_generation_raises_torch_npus_error():
     kept = captured.clone()  # the documented remedy: a clone outside torch.compile
     replayed = compiled(xs[2], w)  # a replay: a new generation overwrites the graph's memory
     assert npu_graph_trees.stats == {"captured": 1, "replayed": 1, "warmups": 1, "eager": 0}
-    for stale in (warm, captured, view):
+    # The warm-up ran in fresh memory, which no replay touches.
+    torch.testing.assert_close(warm.cpu(), _step(xs[0], w).cpu(), rtol=1e-4, atol=1e-5)
+    for stale in (captured, view):
         with pytest.raises(RuntimeError, match="(?s)" + OVERWRITTEN + ".*" + ADVICE):
             stale.cpu()
     with pytest.raises(RuntimeError, match=OVERWRITTEN):
@@ -135,7 +137,8 @@ def test_mark_step_begin_starts_a_generation_while_a_backward_is_pending():
 
 def test_accumulating_into_a_gradient_the_graph_produced_raises():
     """Gradient accumulation across micro-batches needs stable .grad buffers: a .grad taken
-    over from a graph run is overwritten by the next generation (as with CUDA graph trees)."""
+    over from a backward graph's run is overwritten by its replay in the next generation (as
+    with CUDA's and torch_npu's graph trees)."""
     model = _model()
     compiled = torch.compile(model, mode="reduce-overhead")
     _train_steps(model, compiled, 3)

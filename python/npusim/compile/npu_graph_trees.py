@@ -10,22 +10,28 @@ copies the new inputs into those and replays the graph: one graph launch instead
 dispatch per kernel.
 
 A replay writes its results into the graph's static memory, over those of the previous run.
-The outputs follow the rules of torch_npu's NPU graph trees (``torch_npu/npu/_graph_tree.py``,
-CUDA's graph trees for npu), so that a program that runs here runs there:
+What the program holds of earlier runs is guarded as torch_npu's NPU graph trees
+(``torch_npu/npu/_graph_tree.py``, CUDA's graph trees for npu) guard it:
 
-- Every run hands out fresh tensors over the static memory (torch.ops.npusim._graph_output_aliases).
-- Runs belong to a *generation*: a new one begins with a call of a compiled function
-  (Dynamo's generation counter), unless forwards still wait for their backward; and at any
-  call after ``torch.compiler.npugraph_mark_step_begin()``. When a generation begins, every
-  output the previous ones handed out (warm-ups included) is invalidated: reading it, or any
-  view of it, raises torch_npu's "Error: accessing tensor output of NPUGraphs that has been
-  overwritten by a subsequent run. ..." with the source line that produced it.
-- Within a generation a graph never overwrites an output still in use: if its previous outputs
-  are alive (two forwards before their backwards), the compiled code runs without the graph,
-  into fresh memory, with torch_npu's warning that the fast path is out of reach.
+- Every graph run hands out fresh tensors over the static memory, on storages of their own
+  (torch.ops.npusim._graph_output_aliases, csrc/compile/GraphOutputAliases.cpp).
+- Runs belong to *generations*: a call of a compiled function begins a new one (Dynamo's
+  generation counter), unless forwards still wait for their backward; any call after
+  ``torch.compiler.npugraph_mark_step_begin()`` does.
+- A replay over outputs of an earlier generation that the program still holds invalidates them
+  first: reading one, or any view of it, raises torch_npu's "Error: accessing tensor output of
+  NPUGraphs that has been overwritten by a subsequent run. ..." with the source line that
+  produced it, instead of showing the new values.
+- Within one generation a graph never overwrites outputs still in use (a forward's saved
+  activations before their backward, a gradient that accumulates): the compiled code runs
+  without the graph, into fresh memory, with torch_npu's warning that the fast path is out of
+  reach.
 
-Not CUDA's trees: each graph has a private memory pool, so graphs share no memory; a shared
-pool needs the trees' record of which graph may reuse which dead output, replayed in order.
+Unlike the trees, each graph has a private memory pool (graphs share no memory: a shared pool
+needs the trees' record of which graph may reuse which dead output, replayed in order), so an
+output is invalidated exactly when its own graph overwrites it; the trees also invalidate the
+outputs of the other graphs of a path when a new generation starts to record or warm up.
+Warm-up runs use fresh memory and their outputs stay valid.
 """
 
 from __future__ import annotations
@@ -78,14 +84,17 @@ def _invalidate(storage_ref: StorageWeakRef, message: str) -> None:
 
 
 class _HandedOut:
-    """The storages of the outputs one run handed to the program (weakly held)."""
+    """The storages of the outputs one graph run handed to the program (weakly held), and the
+    generation it ran in."""
 
-    __slots__ = ("refs", "messages", "invalid")
+    __slots__ = ("refs", "messages", "invalid", "generation")
 
-    def __init__(self, outputs: Sequence[Any], skip: set[int], stack_traces: Sequence[str | None] | None):
+    def __init__(self, outputs: Sequence[Any], skip: set[int], stack_traces: Sequence[str | None] | None,
+                 generation: int):
         self.refs: list[StorageWeakRef] = []
         self.messages: list[str | None] = []
         self.invalid = False
+        self.generation = generation
         seen: set[int] = set()
         for index, output in enumerate(outputs):
             if not isinstance(output, torch.Tensor) or output.device.type != "npu":
@@ -110,13 +119,15 @@ class _HandedOut:
 
 
 class _DeviceGenerations:
-    """One device's generation of reduce-overhead runs and the outputs it handed out."""
+    """One device's generations of reduce-overhead runs (CUDA graph trees' rules: a call of a
+    compiled function begins a new generation unless forwards still wait for their backward,
+    or whenever the program marked a step)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.generation: int | None = None
+        self.seen: int | None = None  # Dynamo's (or the marked) generation of the last call
+        self.generation = 0  # npusim's count of generations begun
         self.pending_backward = False
-        self.handed_out: list[_HandedOut] = []
         self.warned: set[int] = set()
 
     @staticmethod
@@ -127,28 +138,21 @@ class _DeviceGenerations:
 
         return GenerationTracker.generation
 
-    def begin_run(self) -> None:
-        """Start a new generation if this call may (CUDA's can_start_new_generation)."""
-        generation = self.current_generation()
+    def begin_run(self) -> int:
+        """The generation this call runs in (a new one if it may begin one)."""
+        seen = self.current_generation()
         with self.lock:
-            if generation == self.generation:
-                return
-            if self.pending_backward and MarkStepBox.mark_step_counter == 0 and self.generation is not None:
-                # Forwards wait for their backward: this invocation continues the generation
-                # (and so does the backward that follows it).
-                self.generation = generation
-                return
-            previous, self.handed_out = self.handed_out, []
-            self.generation = generation
-            self.pending_backward = False
-        for handed in previous:
-            handed.invalidate()
+            if seen != self.seen:
+                # Forwards that wait for their backward keep the generation going through this
+                # invocation (and the backward that follows it), unless the program marked a step.
+                if not self.pending_backward or MarkStepBox.mark_step_counter != 0:
+                    self.generation += 1
+                    self.pending_backward = False
+                self.seen = seen
+            return self.generation
 
-    def record(self, handed: _HandedOut, mode: str) -> None:
+    def ran(self, mode: str) -> None:
         with self.lock:
-            if handed.refs:
-                self.handed_out = [h for h in self.handed_out if h.alive()]
-                self.handed_out.append(handed)
             if mode == FORWARD:
                 self.pending_backward = True
             elif mode == BACKWARD:
@@ -273,9 +277,9 @@ def npu_graphify(model: Callable, static_input_idxs: Sequence[int] = (), mutated
     function = id(local)
 
     def run_without_graph(new_inputs: list) -> Any:
-        skip = _input_storages(new_inputs)
+        # Fresh memory from the caching allocator: nothing will overwrite these outputs.
         outputs = model(new_inputs)
-        generations.record(_HandedOut(_output_list(outputs), skip, stack_traces), mode)
+        generations.ran(mode)
         return outputs
 
     def run(new_inputs: list) -> Any:
@@ -283,7 +287,7 @@ def npu_graphify(model: Callable, static_input_idxs: Sequence[int] = (), mutated
         if recorded is None:
             recorded = local.recorded = {}
             local.warm = set()
-        generations.begin_run()
+        generation = generations.begin_run()
         key = _signature(new_inputs, static)
         graph = recorded.get(key)
         if graph is None and key not in local.warm:
@@ -291,10 +295,15 @@ def npu_graphify(model: Callable, static_input_idxs: Sequence[int] = (), mutated
             stats["warmups"] += 1
             return run_without_graph(new_inputs)
         if graph is not None and graph.handed is not None and graph.handed.alive():
-            # Its last outputs are still in use in this generation: a replay would overwrite them.
-            generations.warn_once(function)
-            stats["eager"] += 1
-            return run_without_graph(new_inputs)
+            if graph.handed.generation == generation:
+                # Its last outputs are in use in this generation (a forward's saved activations
+                # before their backward): a replay would overwrite them.
+                generations.warn_once(function)
+                stats["eager"] += 1
+                return run_without_graph(new_inputs)
+            # Kept from an earlier generation: the replay overwrites them, so reading one now
+            # raises torch_npu's error instead of showing this run's values.
+            graph.handed.invalidate()
         if graph is None:
             from torch._dynamo.utils import preserve_rng_state
 
@@ -307,8 +316,8 @@ def npu_graphify(model: Callable, static_input_idxs: Sequence[int] = (), mutated
             graph.replay(new_inputs)
         new_inputs.clear()
         outputs = graph.hand_out()
-        graph.handed = _HandedOut(outputs, graph.input_storages, stack_traces)
-        generations.record(graph.handed, mode)
+        graph.handed = _HandedOut(outputs, graph.input_storages, stack_traces, generation)
+        generations.ran(mode)
         return outputs
 
     return run
