@@ -129,6 +129,12 @@ inline constexpr double kStridedBandwidthFraction = 0.5;
 // base tile height (kBaseTileM), the block FlashAttentionScore tiles the
 // query sequence in [I].
 inline constexpr int64_t kFlashQueryBlock = 128;
+// Under a sparse_mode the kernel loops, per query block, over one contiguous
+// key range (AttentionSparsity.h) in Cube tiles of 128 keys (the 128 x 128
+// Cube base block of "FA/FAG算子设计介绍" §2.1, ops-transformer docs); the
+// key-tile count is what the block-count tests check, the price follows the
+// keys in the range.
+inline constexpr int64_t kFlashKeyTile = 128;
 // Fused attention (FlashAttention-style: scores stay on chip). Vector work
 // per score element: scale, row max, subtract, exp, row sum, cast, and the
 // rescale of the running output, ~10 binary-op equivalents in fp32 [I]. The
