@@ -84,7 +84,9 @@ class Setup:
     dense_bias: bool = False        # --add-dense-bias
     rotary_fraction: float = 1.0    # --rotary-percent / --use-partial-rope share of the head that rotates
     tied_embeddings: bool = False   # no --untie-embeddings-and-output-weights
-    embedding_scale: bool = False   # --input-embeds-norm (Gemma: embeddings times sqrt(width))
+    embedding_scale: bool = False   # --input-embeds-norm (Gemma) / --scale-emb (MiniCPM): embeddings times a scale
+    depth_scale: bool = False       # --scale-depth (MiniCPM): attention and MLP outputs times a scale
+    logit_scale: bool = False       # --dim-model-base (MiniCPM): final hidden states divided by width / base
     sliding_window: int = 0         # --sliding-window
     experts: int = 0                # --num-experts
     topk: int = 0                   # --moe-router-topk
@@ -226,10 +228,15 @@ class MegatronLayer(nn.Module):
     def forward(self, x, cos, sin, mask):
         s = self.s
         h = _gather(self.input_norm(x), s)
-        x = x + _scatter(self.dense(self._attention(self.qkv(h), cos, sin, mask)), s)
+        attention = _scatter(self.dense(self._attention(self.qkv(h), cos, sin, mask)), s)
+        if s.depth_scale:
+            attention = attention * (1.4 / math.sqrt(s.layers))
+        x = x + attention
         h = _gather(self.post_norm(x), s)
-        mlp = self._moe(h) if s.experts else self.fc2(self._activation(self.fc1(h)))
-        return x + _scatter(mlp, s)
+        mlp = _scatter(self._moe(h) if s.experts else self.fc2(self._activation(self.fc1(h))), s)
+        if s.depth_scale:
+            mlp = mlp * (1.4 / math.sqrt(s.layers))
+        return x + mlp
 
     def _attention(self, qkv, cos, sin, mask):
         import torch_npu
@@ -291,8 +298,16 @@ class MegatronLayer(nn.Module):
         probs = torch.softmax(self.router(tokens).float(), dim=-1)
         weights, chosen = torch.topk(probs, s.topk, dim=-1)
         # allgather dispatcher: every EP rank's tokens (the all-gather is priced apart), then the
-        # top-k copies of the rows that go to this rank's experts.
+        # top-k copies of the rows that go to this rank's experts. MindSpeed's allgather dispatcher
+        # (mindspeed/core/transformer/moe/token_dispatcher.py, allgather_token_permutation) selects them with
+        # masked_select and nonzero and copies the per-expert counts to the host (.cpu()): three host
+        # synchronisations per MoE layer, each stalling the host until the device drains; here three
+        # .cpu() reads of small device tensors stand for them (their data-dependent sizes are taken as
+        # the balanced ones below).
         gathered = _ShapeOnly.apply(tokens, 0, s.ep) if s.ep > 1 else tokens
+        counts = torch.histc(chosen.float(), bins=s.experts, min=0, max=s.experts - 1)
+        for _ in range(3):
+            counts.cpu()
         rows = seq * batch * s.topk  # this rank's share of the routed copies when balanced
         index = torch.zeros(rows, dtype=torch.int64)
         permuted = gathered.index_select(0, index)
@@ -430,7 +445,7 @@ def stage_times(s: Setup) -> dict[str, float]:
                 embedding.zero_grad(set_to_none=True)
                 out = embedding(token_ids)
                 if s.embedding_scale:
-                    out = out * s.width ** 0.5
+                    out = out * s.width ** 0.5  # Gemma's sqrt(width), MiniCPM's scale_emb: one multiply
                 out.backward(embedding_grad)
                 _accumulate_main_grads(embedding, embedding_main)
 
@@ -447,7 +462,10 @@ def stage_times(s: Setup) -> dict[str, float]:
                 norm.zero_grad(set_to_none=True)
                 head.zero_grad(set_to_none=True)
                 hidden.grad = None
-                logits = head(_gather(norm(hidden), s))
+                final = _gather(norm(hidden), s)
+                if s.logit_scale:
+                    final = final / (s.width / 256)
+                logits = head(final)
                 losses = VocabParallelCrossEntropy.apply(logits.float(), token_ids)
                 (torch.sum(losses.view(-1) * loss_mask) / loss_mask.sum()).backward()
                 _accumulate_main_grads(head, head_main)
@@ -522,13 +540,12 @@ def collective_seconds(op: str, nbytes: float, group: int) -> float:
     return price_collective(op, int(nbytes), max(2, group), 8)[0]
 
 
-OVERLAP = 0.668  # temporary: pto-isa gemm_ar measured overlap efficiency
-
-
 def _exposed(comm: float, compute: float) -> float:
-    """What a collective running alongside `compute` adds: all of it, less the share of the shorter
-    phase that the overlap hides."""
-    return max(0.0, comm - OVERLAP * min(comm, compute))
+    """What a collective running alongside `compute` on the same chip adds (npusim's model: overlap hides
+    only part of the shorter of the two, perf/CollectiveModel.h exposedCommunicationSeconds)."""
+    from npusim.distributed import exposed_communication
+
+    return exposed_communication(comm, compute)
 
 
 def tensor_parallel_exposed_seconds(s: Setup, gemms: dict) -> float:
@@ -543,20 +560,22 @@ def tensor_parallel_exposed_seconds(s: Setup, gemms: dict) -> float:
     forward, and the input-gradient all-reduce of each column-parallel backward behind its
     weight-gradient GEMM. MindSpeed's MC2 (mindspeed/core/tensor_parallel/ascend_turbo) fuses each
     forward collective into its GEMM (npu_all_gather_base_mm / npu_mm_reduce_scatter_base) and the
-    row-parallel backward all-gather into the input-gradient GEMM, so only the excess shows.
+    row-parallel backward all-gather into the input-gradient GEMM. Where a collective runs beside a GEMM,
+    what shows is npusim's overlap model (:func:`_exposed`). MoE layers add their expert-parallel
+    communication (:func:`expert_parallel_seconds`).
     """
+    exposed = expert_parallel_seconds(s)
     if s.tp <= 1:
-        return 0.0
+        return exposed
     full = s.seq * s.micro_batch * s.width * s.element
     if not s.sp:
         allreduce = collective_seconds("allreduce", full, s.tp)
-        exposed = 2 * allreduce  # forward, after dense and fc2
+        exposed += 2 * allreduce  # forward, after dense and fc2
         for name in ("qkv", "fc1"):
             exposed += _exposed(allreduce, gemms[name][2])
         return exposed
     gather = collective_seconds("allgather", full, s.tp)
     scatter = collective_seconds("reduce_scatter", full, s.tp)
-    exposed = 0.0
     for column, row in (("qkv", "dense"), ("fc1", "fc2")):
         if s.mc2:
             exposed += _exposed(gather, gemms[column][0]) + _exposed(scatter, gemms[row][0])
@@ -565,6 +584,18 @@ def tensor_parallel_exposed_seconds(s: Setup, gemms: dict) -> float:
             exposed += gather + scatter
             exposed += _exposed(gather, gemms[column][1]) + _exposed(scatter, gemms[column][2]) + gather
     return exposed
+
+
+def expert_parallel_seconds(s: Setup) -> float:
+    """The allgather token dispatcher's expert-parallel communication of one MoE layer and micro-batch
+    (Megatron-core MoEAllGatherTokenDispatcher as MindSpeed runs it): the hidden states all-gathered over the EP
+    group before the experts and the expert outputs reduce-scattered after them, and the reverse in the
+    backward, each on the critical path (the routing probabilities and indices gathered beside them are small)."""
+    if not s.experts or s.ep <= 1:
+        return 0.0
+    tokens = s.seq * s.micro_batch // (s.tp if s.sp else 1)
+    full = s.ep * tokens * s.width * s.element
+    return 2 * (collective_seconds("allgather", full, s.ep) + collective_seconds("reduce_scatter", full, s.ep))
 
 
 def optimizer_seconds(shard_parameters: int, dtype: torch.dtype) -> float:
@@ -596,7 +627,7 @@ def optimizer_seconds(shard_parameters: int, dtype: torch.dtype) -> float:
 def estimate(s: Setup) -> dict[str, float]:
     """Tokens per second per NPU for a setup, with the parts of the step."""
     times = stage_times(s)
-    gemms = linear_gemm_seconds(s) if s.tp > 1 else {}
+    gemms = linear_gemm_seconds(s) if s.tp > 1 else {}  # what TP collectives can hide behind
     tp_comm = tensor_parallel_exposed_seconds(s, gemms)
     layer = times["layer"] + tp_comm
     per_stage = s.layers / s.pp
@@ -660,7 +691,7 @@ def estimate(s: Setup) -> dict[str, float]:
 
 
 def describe(s: Setup, r: dict) -> str:
-    return (f"layer {r['layer_s'] * 1e3:.1f} ms + TP exposed {r['tp_comm_s'] * 1e3:.1f} ms, stages "
+    return (f"layer {r['layer_s'] * 1e3:.1f} ms + TP/EP exposed {r['tp_comm_s'] * 1e3:.1f} ms, stages "
             f"{r['first_stage_s'] * 1e3:.0f}/{r['last_stage_s'] * 1e3:.0f} ms x ({s.micro_batches} + {s.pp} - 1), "
             f"pipeline {r['pipeline_s']:.2f} s, optimizer {r['optimizer_s'] * 1e3:.0f} ms, "
             f"PP send/recv {r['p2p_s'] * 1e3:.2f} ms/micro-batch, DP exposed {r['dp_comm_s'] * 1e3:.0f} ms")
