@@ -1,6 +1,6 @@
 """The ``npusim`` and ``npu-smi`` console scripts.
 
-``npusim doctor``, ``npusim collect-env`` and ``npusim smi`` run from here without importing
+``npusim doctor``, ``npusim collect-env``, ``npusim smi`` and ``npusim cann-home`` run from here without importing
 npusim (which imports torch and refuses to load next to a real torch_npu or a CUDA torch: the
 very installations the doctor must diagnose). Every other subcommand goes to
 :func:`npusim.cli.main`.
@@ -13,7 +13,7 @@ from typing import Sequence
 
 __all__ = ["main", "npu_smi_main", "TOOL_COMMANDS", "run_tool_command"]
 
-TOOL_COMMANDS = ("doctor", "collect-env", "smi")
+TOOL_COMMANDS = ("doctor", "collect-env", "smi", "cann-home")
 
 
 def run_tool_command(command: str, arguments: Sequence[str]) -> int:
@@ -29,6 +29,10 @@ def run_tool_command(command: str, arguments: Sequence[str]) -> int:
         from npusim_tools.smi import run_simulated
 
         return run_simulated(arguments)
+    if command == "cann-home":
+        from npusim_tools.cann_home import main as cann_home_main
+
+        return cann_home_main(arguments)
     raise ValueError(command)
 
 
