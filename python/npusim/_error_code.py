@@ -61,12 +61,11 @@ class ErrCode(enum.Enum):
 def _current_device() -> int:
     """The current NPU of this thread, or -1 when the runtime is not up (never initializes it)."""
     try:
-        from npusim import _C
-        from npusim.npu._lazy import _runtime_initialized
+        # Not at module level: this module must work when the native library fails to load
+        # (the accelerator check on import raises before it is loaded).
+        from npusim._runtime_state import current_device_if_initialized
 
-        if not _runtime_initialized():
-            return -1
-        return int(_C._get_device())
+        return current_device_if_initialized()
     except Exception:
         return -1
 

@@ -13,8 +13,17 @@ import importlib.abc
 import importlib.util
 import sys
 
+import npusim.npu as _npu
+from npusim.compile._import_hooks import after_import, fully_loaded as _fully_loaded
+
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 _DYNAMO_PACKAGE = "torch._dynamo"
+
+# What torch.npu serves from here on first use: Inductor looks up a PrivateUse1 device's code
+# generators on its device module, and torch_npu's graph API is part of torch.npu's __all__
+# (contract §4, Graphs).
+_INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+_GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing")
 
 
 def _register_device_interface() -> None:
@@ -29,67 +38,18 @@ def _apply_dynamo_rules() -> None:
     dynamo_rules.apply()
 
 
-# Registrations that wait for a module to finish executing, by module name. install() puts the
-# device interface here (Dynamo's start-up may ask it as soon as its registry exists) and the
-# tracing rules of torch.npu (once the whole torch._dynamo package, its rule tables and variable
-# trackers, has loaded); other parts add theirs with after_import().
-_PENDING: dict[str, list] = {}
+def _graph_attribute(name: str):
+    from npusim.compile import graphs
 
-
-class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Runs the registrations of ``_PENDING`` right after their module executes."""
-
-    def __init__(self) -> None:
-        self._resolving = False
-        self._wrapped: dict[str, importlib.abc.Loader] = {}
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname not in _PENDING or self._resolving:
-            return None
-        self._resolving = True
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            self._resolving = False
-        if spec is None or spec.loader is None:
-            return None
-        self._wrapped[fullname] = spec.loader
-        spec.loader = self
-        return spec
-
-    def create_module(self, spec):
-        return self._wrapped[spec.name].create_module(spec)
-
-    def exec_module(self, module):
-        name = module.__spec__.name
-        self._wrapped.pop(name).exec_module(module)
-        registrations = _PENDING.pop(name, [])
-        if not _PENDING:
-            sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
-        for register in registrations:
-            register()
-
-
-def _fully_loaded(module: str) -> bool:
-    loaded = sys.modules.get(module)
-    return loaded is not None and getattr(getattr(loaded, "__spec__", None), "_initializing", False) is False
-
-
-def after_import(module: str, register) -> None:
-    """Run ``register`` now if ``module`` is loaded, else right after it loads (once)."""
-    if _fully_loaded(module):
-        register()
-        return
-    waiting = _PENDING.setdefault(module, [])
-    if register not in waiting:
-        waiting.append(register)
-    if not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterAfterImport())
+    return getattr(graphs, name)
 
 
 def install() -> None:
-    """Arrange the Dynamo registrations (now for what Dynamo has loaded, else when it loads),
-    and serve ``torchair`` where no real one is installed."""
+    """Serve the code generators and the graph API on ``torch.npu``, arrange the Dynamo
+    registrations (now for what Dynamo has loaded, else when it loads), and serve ``torchair``
+    where no real one is installed."""
+    _npu._serve_attributes(_INDUCTOR_CODEGEN_NAMES, inductor_codegen)
+    _npu._serve_attributes(_GRAPH_NAMES, _graph_attribute, public=True)
     install_torchair()
     if _DEVICE_INTERFACE_MODULE in sys.modules:
         _register_device_interface()

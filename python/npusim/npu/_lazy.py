@@ -15,6 +15,7 @@ import traceback
 
 from npusim import _C
 from npusim._error_code import ErrCode, pta_error
+from npusim._runtime_state import in_bad_fork, runtime_initialized
 
 __all__ = ["init", "is_initialized"]
 
@@ -30,7 +31,7 @@ class DeferredNpuCallError(Exception):
 
 
 def _is_in_bad_fork() -> bool:
-    return bool(_C._is_in_bad_fork()) or bool(_C._runtime_in_forked_child())
+    return in_bad_fork()
 
 
 def is_initialized() -> bool:
@@ -41,12 +42,7 @@ def is_initialized() -> bool:
 def _runtime_initialized() -> bool:
     """Whether the C++ runtime is up in this process (also when C++ code started it without
     going through :func:`_lazy_init`)."""
-    # npusim._C._is_initialized is part of the contract with the backend; until the extension
-    # provides it, the Python flag answers (C++ factories call _lazy_init, so it is set then).
-    probe = getattr(_C, "_is_initialized", None)
-    if probe is not None:
-        return bool(probe()) and not _is_in_bad_fork()
-    return is_initialized()
+    return runtime_initialized()
 
 
 def _lazy_call(callable, **kwargs):
