@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import ast
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,7 @@ ALIASES = {
 
 # Extension modules that exist only after a build (scripts/dev-build.sh copies them in).
 NATIVE_MODULES = ("npusim._C", "npusim._distributed_C")
+_EXTENSION_MODULE = re.compile(r"[A-Za-z_]\w*\.(cpython|abi3|cp3)[^/]*\.(so|pyd)")
 
 
 @dataclass
@@ -157,7 +159,9 @@ def discover(root: Path) -> dict[str, Module]:
                 elif file.endswith(".py"):
                     name = f"{package}.{file[:-3]}"
                     modules[name] = Module(name, Path(directory) / file, False)
-                elif file.endswith((".so", ".pyd")) and not file.startswith("."):
+                elif _EXTENSION_MODULE.fullmatch(file):
+                    # A Python extension (_C.cpython-311-x86_64-linux-gnu.so); the plain shared
+                    # libraries next to it (libnpusim_ops.so) are loaded by path, not imported.
                     name = f"{package}.{file.split('.', 1)[0]}"
                     modules.setdefault(name, Module(name, Path(directory) / file, False))
     for name in NATIVE_MODULES:

@@ -134,3 +134,11 @@ def test_a_package_root_imported_by_its_own_modules_is_not_an_edge(tmp_path, par
     root = _tree(tmp_path, {**_PACKAGES, "npusim/npu/devices.py": "from npusim import _error_code\n"})
     graph = check_layers.build_graph(root, parent_packages)
     assert ("npusim.npu.devices", "npusim") not in {(edge.source, edge.target) for edge in graph.edges}
+
+
+def test_extension_modules_are_modules_and_plain_shared_libraries_are_not(tmp_path):
+    root = _tree(tmp_path, {**_PACKAGES, "npusim/_distributed_C.cpython-311-x86_64-linux-gnu.so": "",
+                            "npusim/libnpusim_ops.so": ""})
+    modules = check_layers.discover(root)
+    assert "npusim._distributed_C" in modules and modules["npusim._distributed_C"].path is not None
+    assert "npusim.libnpusim_ops" not in modules

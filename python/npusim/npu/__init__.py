@@ -82,7 +82,7 @@ __all__ = [
 # Attributes that a feature above the device serves on first use, by name: npusim.compile
 # registers Inductor's code generators (Inductor looks them up on a PrivateUse1 device's module)
 # and the graph API (NPUGraph, graph, ...), so that importing torch imports neither.
-_served_attributes: dict[str, _typing.Callable[[str], _typing.Any]] = {}
+_served_attributes = {}  # name -> serve(name); not annotated: torch.npu gets no __annotations__
 
 
 def _serve_attributes(
