@@ -14,6 +14,7 @@ fi
 ninja -C build/dev -j"${JOBS:-2}"
 # Replace by rename, never in place: a running process keeps its mapping of the old file.
 for library in build/dev/csrc/backend/_C*.so build/dev/csrc/backend/libnpusim_backend.so \
+    build/dev/csrc/runtime/libnpusim_runtime.so \
     build/dev/csrc/ops/libnpusim_ops.so build/dev/csrc/compile/libnpusim_compile.so \
     build/dev/csrc/distributed/_distributed_C*.so build/dev/csrc/profiler/libnpusim_profiler.so; do
   cp "$library" "python/npusim/.$(basename "$library").new"
@@ -25,3 +26,9 @@ for program in build/dev/csrc/tools/npu-smi build/dev/csrc/tools/npusim-inspect;
   cp "$program" "python/npusim_tools/bin/.$(basename "$program").new"
   mv -f "python/npusim_tools/bin/.$(basename "$program").new" "python/npusim_tools/bin/$(basename "$program")"
 done
+# The CANN toolkit tree (csrc/acl: headers, libascendcl, set_env.sh) where the wheel puts it,
+# python/npusim/cann, so that `npusim cann-home` and the AscendCL tests find it. Replaced whole.
+rm -rf python/npusim/.cann.new
+cp -r build/dev/cann python/npusim/.cann.new
+rm -rf python/npusim/cann
+mv python/npusim/.cann.new python/npusim/cann

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Every test: the GoogleTest suites of the C++ runtime, performance model and triage tools
-# (CTest), then the Python suites (pytest). Sets up first.
+# (CTest), then the Python suites (pytest). Sets up first (scripts/setup-tests.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup-tests.sh
 PYTHON="${PYTHON:-python3}"
 
 for layer in runtime perf tools; do

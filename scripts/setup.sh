@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what npusim needs on a fresh Debian machine, then builds and
-# installs npusim. Idempotent and quick when everything is already there.
+# Installs what npusim itself needs on a fresh Debian machine, then builds and installs npusim.
+# Only what the main job runs: the test extras are installed by scripts/setup-tests.sh.
+# Idempotent and quick when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,13 +10,10 @@ command -v ninja >/dev/null || need_apt+=(ninja-build)
 command -v cmake >/dev/null || need_apt+=(cmake)
 command -v ccache >/dev/null || need_apt+=(ccache)
 command -v g++ >/dev/null || need_apt+=(g++)
-[ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
-# Headless browser for the HTML report's rendering test (tests/profiler/test_report.py).
-command -v chromium >/dev/null || need_apt+=(chromium)
 if ((${#need_apt[@]})); then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
 PYTHON="${PYTHON:-python3}"
@@ -23,14 +21,11 @@ PYTHON="${PYTHON:-python3}"
 if ! "$PYTHON" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" 2>/dev/null; then
   "$PYTHON" -m pip install -q "torch==2.13.0"
 fi
-"$PYTHON" -c "import skbuild_core" 2>/dev/null || "$PYTHON" -c "import scikit_build_core" 2>/dev/null \
-  || "$PYTHON" -m pip install -q "scikit-build-core>=0.10"
-for module in pytest expecttest numpy libcst plotly; do
+"$PYTHON" -c "import scikit_build_core" 2>/dev/null || "$PYTHON" -m pip install -q "scikit-build-core>=0.10"
+# plotly draws the HTML report (npusim report); libcst runs npusim migrate.
+for module in plotly libcst; do
   "$PYTHON" -c "import $module" 2>/dev/null || "$PYTHON" -m pip install -q "$module"
 done
-# Optional: transformers' NPU flash-attention path runs in tests/ops (skipped without it).
-"$PYTHON" -c "import transformers" 2>/dev/null || "$PYTHON" -m pip install -q "transformers==5.23.0" \
-  || echo "setup: transformers not installed; its tests in tests/ops are skipped"
 
 # Rebuild only when the sources changed since the last install (ninja and
 # ccache make the rebuild incremental anyway; this skips pip entirely).

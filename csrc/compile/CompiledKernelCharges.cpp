@@ -8,8 +8,8 @@
 // host; the kernels inside it pay no per-kernel dispatch (GraphLaunch.h).
 #include <cstdint>
 
-#include "backend/GraphLaunch.h"
-#include "backend/OperatorTiming.h"
+#include "backend/timing/GraphLaunch.h"
+#include "backend/timing/OperatorTiming.h"
 #include "perf/FusedKernelModel.h"
 #include "perf/OperatorKind.h"
 

@@ -5,8 +5,8 @@
 #include <mutex>
 #include <set>
 
-#include "backend/DeviceActivity.h"
-#include "backend/NpuStreams.h"
+#include "backend/device/NpuStreams.h"
+#include "backend/timing/DeviceActivity.h"
 #include "runtime/BusyIntervals.h"
 #include "runtime/Runtime.h"
 

@@ -9,9 +9,9 @@
 #include <c10/util/Exception.h>
 #include <c10/util/irange.h>
 
-#include "backend/EstimateMode.h"
-#include "backend/KernelOperands.h"
-#include "backend/NpuErrors.h"
+#include "backend/device/NpuErrors.h"
+#include "backend/executor/KernelOperands.h"
+#include "backend/timing/EstimateMode.h"
 #include "distributed/DeferredRelease.h"
 #include "runtime/Runtime.h"
 

@@ -7,8 +7,8 @@
 #include <ATen/core/jit_type.h>
 #include <c10/util/Exception.h>
 
-#include "backend/NpuErrors.h"
-#include "backend/NpuStreams.h"
+#include "backend/device/NpuErrors.h"
+#include "backend/device/NpuStreams.h"
 #include "distributed/CommunicationTiming.h"
 #include "distributed/DeferredRelease.h"
 #include "runtime/Runtime.h"

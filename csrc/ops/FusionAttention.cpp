@@ -12,7 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "backend/NpuGenerator.h"
+#include "backend/device/NpuGenerator.h"
 #include "ops/AttentionMath.h"
 #include "ops/KernelSupport.h"
 #include "perf/Calibration.h"

@@ -4,10 +4,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "backend/KernelOperands.h"
-#include "backend/NpuErrors.h"
-#include "backend/OperatorRecords.h"
-#include "backend/OperatorTiming.h"
+#include "backend/device/NpuErrors.h"
+#include "backend/executor/KernelOperands.h"
+#include "backend/timing/OperatorRecords.h"
+#include "backend/timing/OperatorTiming.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::ops {

@@ -12,7 +12,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Exception.h>
 
-#include "backend/OperatorTiming.h"
+#include "backend/timing/OperatorTiming.h"
 #include "perf/FusedKernelModel.h"
 #include "perf/OperatorKind.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend/DeviceActivity.h"
+#include "backend/timing/DeviceActivity.h"
 
 namespace npusim::profiler {
 

@@ -123,6 +123,16 @@ bool DeviceMemory::contains(const void* ptr) const {
   return false;
 }
 
+size_t DeviceMemory::bytesFrom(const void* ptr) const {
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [base, mapping] : mappings_) {
+    const auto start = reinterpret_cast<uintptr_t>(base);
+    if (address >= start && address < start + mapping.bytes) return start + mapping.bytes - address;
+  }
+  return 0;
+}
+
 void DeviceMemory::lockForFork() { mutex_.lock(); }
 void DeviceMemory::unlockAfterFork() { mutex_.unlock(); }
 

@@ -46,6 +46,9 @@ class DeviceMemory {
   // True when `ptr` lies inside memory handed out by allocate() and not yet
   // freed (for "which device owns this pointer").
   bool contains(const void* ptr) const;
+  // Bytes from `ptr` to the end of the allocation holding it; 0 when `ptr` is not inside
+  // memory handed out by allocate() (AscendCL's copies check their ranges with it).
+  size_t bytesFrom(const void* ptr) const;
   // Estimate-only runs: allocations beyond the capacity succeed (the memory
   // is reserved address space that nothing touches), so that a program too
   // big for the chip can run to the end and report how much it would need.

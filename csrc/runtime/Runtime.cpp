@@ -327,8 +327,12 @@ void Runtime::publishStatus(bool force) {
     if (d == nullptr) continue;
     DeviceUsage usage;
     usage.physicalDevice = registry_.physicalId(static_cast<int>(i));
-    usage.memoryBytes = d->allocator.allocatedBytes();
-    usage.reservedBytes = d->allocator.reservedBytes();
+    // Device memory taken outside the caching allocator (AscendCL's aclrtMalloc) is in use by
+    // the program and held by the process, as npu-smi counts it on the real stack.
+    const uint64_t cachingReserved = d->allocator.reservedBytes();
+    const uint64_t outsideAllocator = d->memory.used() > cachingReserved ? d->memory.used() - cachingReserved : 0;
+    usage.memoryBytes = d->allocator.allocatedBytes() + outsideAllocator;
+    usage.reservedBytes = cachingReserved + outsideAllocator;
     usage.busyNs = d->timeline.busyNs();
     usage.simulatedNs = std::max<uint64_t>(d->timeline.hostClock().now(), d->timeline.deviceClock());
     status.devices.push_back(usage);

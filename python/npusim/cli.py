@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("doctor", "check the versions, environment, libraries and plog errors of npusim and of a real Ascend install"),
         ("collect-env", "print PyTorch's environment report with torch_npu's additions (CANN, torch-npu)"),
         ("smi", "npusim's npu-smi for the simulated server (e.g. `npusim smi info`)"),
+        ("cann-home", "print the root of the CANN toolkit tree for C/C++ programs (source its set_env.sh)"),
     ):
         tool = subcommands.add_parser(name, help=text, add_help=False)
         tool.add_argument("tool_args", nargs=argparse.REMAINDER)
@@ -288,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``npusim`` command with ``argv`` (``sys.argv[1:]`` by default); return the exit
     code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments and arguments[0] in ("doctor", "collect-env", "smi"):
+    if arguments and arguments[0] in ("doctor", "collect-env", "smi", "cann-home"):
         return _command_tool(arguments[0], arguments[1:])  # their options are their own parsers'
     parser = build_parser()
     args = parser.parse_args(arguments)

@@ -1,4 +1,4 @@
-"""The subcommands served by npusim_tools: ``doctor``, ``collect-env`` and ``smi``.
+"""The subcommands served by npusim_tools: ``doctor``, ``collect-env``, ``smi`` and ``cann-home``.
 
 Both commands that offer them dispatch here: the ``npusim`` console script
 (:mod:`npusim_tools.launcher`, without importing npusim) and ``python -m npusim``
@@ -11,7 +11,7 @@ from typing import Sequence
 
 __all__ = ["TOOL_COMMANDS", "run_tool_command"]
 
-TOOL_COMMANDS = ("doctor", "collect-env", "smi")
+TOOL_COMMANDS = ("doctor", "collect-env", "smi", "cann-home")
 
 
 def run_tool_command(command: str, arguments: Sequence[str]) -> int:
@@ -27,4 +27,8 @@ def run_tool_command(command: str, arguments: Sequence[str]) -> int:
         from npusim_tools.smi import run_simulated
 
         return run_simulated(arguments)
+    if command == "cann-home":
+        from npusim_tools.cann_home import main as cann_home_main
+
+        return cann_home_main(arguments)
     raise ValueError(command)

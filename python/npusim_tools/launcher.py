@@ -1,9 +1,9 @@
 """The ``npusim`` and ``npu-smi`` console scripts.
 
-``npusim doctor``, ``npusim collect-env`` and ``npusim smi`` run from here without importing
-npusim (which imports torch and refuses to load next to a real torch_npu or a CUDA torch: the
-very installations the doctor must diagnose; :mod:`npusim_tools.commands` runs them). Every
-other subcommand goes to :func:`npusim.cli.main`.
+``npusim doctor``, ``npusim collect-env``, ``npusim smi`` and ``npusim cann-home`` run from here
+without importing npusim (which imports torch and refuses to load next to a real torch_npu or a
+CUDA torch: the very installations the doctor must diagnose; :mod:`npusim_tools.commands` runs
+them). Every other subcommand goes to :func:`npusim.cli.main`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Distributed tests (hccl backend): multi-process jobs with timeouts.
-
-As in ``tests/python``: npusim is imported from ``python/`` of the checkout when the extension is
-built there, else the installed one. Helpers live in :mod:`dist_harness` (a conftest module name
+Helpers live in :mod:`dist_harness` (a conftest module name
 is shared by every test folder, so tests import nothing from here).
 """
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-PYTHON_SOURCE = Path(__file__).resolve().parents[2] / "python"
-
-if any((PYTHON_SOURCE / "npusim").glob("_C*.so")) and str(PYTHON_SOURCE) not in sys.path:
-    sys.path.insert(0, str(PYTHON_SOURCE))

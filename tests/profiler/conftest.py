@@ -1,13 +1,8 @@
-"""Tests of the profiler (csrc/profiler, npusim.profiler, torch_npu.profiler, the HTML report).
-npusim comes from ``python/`` of the checkout when the extension is built there."""
+"""Tests of the profiler (csrc/profiler, npusim.profiler, torch_npu.profiler, the HTML report)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-PYTHON_SOURCE = Path(__file__).resolve().parents[2] / "python"
-
-if any((PYTHON_SOURCE / "npusim").glob("_C*.so")) and str(PYTHON_SOURCE) not in sys.path:
-    sys.path.insert(0, str(PYTHON_SOURCE))
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -142,3 +142,13 @@ def test_extension_modules_are_modules_and_plain_shared_libraries_are_not(tmp_pa
     modules = check_layers.discover(root)
     assert "npusim._distributed_C" in modules and modules["npusim._distributed_C"].path is not None
     assert "npusim.libnpusim_ops" not in modules
+
+
+def test_the_command_line_prints_the_summary_and_succeeds():
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(REPOSITORY / "scripts" / "check_layers.py"), "--quiet"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "upward imports: 0" in done.stdout and "import cycles: 0" in done.stdout
+    assert done.stdout.rstrip().endswith("OK: no upward import, no import cycle")

@@ -1,4 +1,4 @@
-"""Helpers of the triage tools' tests (imported by name: tests/python has its own conftest) (npu-smi, doctor, collect-env).
+"""Helpers of the triage tools' tests (npu-smi, doctor, collect-env).
 
 Every test builds its fixtures (fake Ascend installs, shared libraries compiled with the system
 compiler, plog trees, status registries) in temporary directories, and runs the tools in
@@ -16,7 +16,7 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 PYTHON_SOURCE = REPOSITORY / "python"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # The checkout's python/ when its extension is built there (scripts/dev-build.sh), else the
-# installed npusim and npusim_tools (scripts/run-tests.sh installs them), as tests/python does.
+# installed npusim and npusim_tools (scripts/run-tests.sh installs them), as tests/conftest.py does.
 USE_SOURCE = any((PYTHON_SOURCE / "npusim").glob("_C*.so"))
 if USE_SOURCE:
     sys.path.insert(0, str(PYTHON_SOURCE))

@@ -19,7 +19,7 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "backend/NpuEmpty.h"
+#include "backend/device/NpuEmpty.h"
 
 namespace py = pybind11;
 

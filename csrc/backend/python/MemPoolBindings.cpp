@@ -6,7 +6,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "backend/NpuErrors.h"
+#include "backend/device/NpuErrors.h"
 #include "runtime/CachingAllocator.h"
 #include "runtime/Runtime.h"
 

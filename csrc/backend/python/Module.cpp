@@ -11,22 +11,22 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "backend/CoreLimits.h"
-#include "backend/EstimateMode.h"
-#include "backend/Hf32Mode.h"
-#include "backend/HostRegistration.h"
-#include "backend/NpuErrors.h"
-#include "backend/NpuGenerator.h"
-#include "backend/NpuStreams.h"
-#include "backend/OperatorExecutor.h"
-#include "backend/OperatorPlacement.h"
-#include "backend/OperatorTiming.h"
-#include "backend/SourceLocation.h"
-#include "backend/SyncDebugMode.h"
-#include "backend/OperatorRecords.h"
+#include "SurfaceBindings.h"
+#include "backend/device/HostRegistration.h"
+#include "backend/device/NpuErrors.h"
+#include "backend/device/NpuGenerator.h"
+#include "backend/device/NpuStreams.h"
+#include "backend/executor/OperatorExecutor.h"
+#include "backend/numerics/Hf32Mode.h"
+#include "backend/timing/CoreLimits.h"
+#include "backend/timing/EstimateMode.h"
+#include "backend/timing/OperatorPlacement.h"
+#include "backend/timing/OperatorRecords.h"
+#include "backend/timing/OperatorTiming.h"
+#include "backend/timing/SourceLocation.h"
+#include "backend/timing/SyncDebugMode.h"
 #include "runtime/HostAllocator.h"
 #include "runtime/Runtime.h"
-#include "SurfaceBindings.h"
 
 namespace py = pybind11;
 

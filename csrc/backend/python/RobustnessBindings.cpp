@@ -2,7 +2,7 @@
 // device workers before interpreter exit.
 #include <torch/csrc/utils/pybind.h>
 
-#include "backend/AutogradThreads.h"
+#include "backend/device/AutogradThreads.h"
 #include "runtime/Runtime.h"
 
 namespace py = pybind11;

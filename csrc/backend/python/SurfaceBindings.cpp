@@ -3,8 +3,8 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "backend/NpuErrors.h"
-#include "backend/SparseTensors.h"
+#include "backend/device/NpuErrors.h"
+#include "backend/layouts/SparseTensors.h"
 #include "runtime/Runtime.h"
 
 namespace py = pybind11;

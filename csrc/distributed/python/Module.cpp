@@ -6,9 +6,9 @@
 #include <pybind11/chrono.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "backend/NpuErrors.h"
-#include "distributed/DeferredRelease.h"
+#include "backend/device/NpuErrors.h"
 #include "distributed/CommunicationTiming.h"
+#include "distributed/DeferredRelease.h"
 #include "distributed/ProcessGroupHCCL.h"
 #include "perf/CollectiveModel.h"
 #include "runtime/Plog.h"

@@ -1,0 +1,12 @@
+/*
+ * npusim's AscendCL: the model API header (CANN's acl/acl_mdl.h), included by acl.h. npusim
+ * loads no offline models (.om files) and does not implement stream capture into a model
+ * runtime instance (aclmdlRI) yet, so nothing is declared here beyond the basic headers.
+ */
+#ifndef NPUSIM_ACL_ACL_MDL_H_
+#define NPUSIM_ACL_ACL_MDL_H_
+
+#include "acl_base.h"
+#include "acl_rt.h"
+
+#endif /* NPUSIM_ACL_ACL_MDL_H_ */

@@ -1,0 +1,28 @@
+#include "backend/timing/Hf32Switches.h"
+
+#include <atomic>
+
+namespace npusim::backend {
+namespace {
+
+std::atomic<bool> matmulSwitch{false};
+std::atomic<bool> convolutionSwitch{true};
+
+}  // namespace
+
+void setHf32(bool matmul, bool convolution) noexcept {
+  matmulSwitch.store(matmul, std::memory_order_relaxed);
+  convolutionSwitch.store(convolution, std::memory_order_relaxed);
+}
+
+bool hf32Matmul() noexcept { return matmulSwitch.load(std::memory_order_relaxed); }
+bool hf32Convolution() noexcept { return convolutionSwitch.load(std::memory_order_relaxed); }
+
+perf::CostOptions hf32CostOptions() noexcept {
+  perf::CostOptions options;
+  options.allowHf32Matmul = hf32Matmul();
+  options.allowHf32Conv = hf32Convolution();
+  return options;
+}
+
+}  // namespace npusim::backend

@@ -1,0 +1,123 @@
+#include "backend/timing/L2Residency.h"
+
+#include <array>
+#include <mutex>
+#include <vector>
+
+#include "runtime/Runtime.h"
+
+namespace npusim::backend {
+namespace {
+
+struct Entry {
+  const void* base = nullptr;
+  double bytes = 0;
+  double stamp = 0;  // the device's traffic when it was last touched
+};
+
+// A few dozen recent buffers cover what one L2 holds between kernels of a
+// training step; the oldest entry is replaced first.
+constexpr size_t kEntries = 64;
+
+struct DeviceL2 {
+  std::array<Entry, kEntries> entries{};
+  size_t next = 0;
+  double traffic = 0;
+};
+
+class Residency {
+ public:
+  static Residency& instance() {
+    static auto* residency = new Residency();  // never destroyed: used until exit
+    return *residency;
+  }
+
+  void query(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const void* base = storageBase(*tensors[i]);
+      const double bytes = base != nullptr ? storageBytes(*tensors[i]) : 0;
+      resident[i] = base != nullptr && bytes > 0 && residentLocked(device, base, bytes);
+    }
+  }
+
+  void touch(int device, c10::ArrayRef<const at::Tensor*> tensors) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const at::Tensor* tensor : tensors) {
+      const void* base = storageBase(*tensor);
+      if (base == nullptr) continue;
+      const double bytes = storageBytes(*tensor);
+      if (bytes <= 0 || bytes > capacity_) continue;
+      touchLocked(device, base, bytes);
+    }
+  }
+
+  void traffic(int device, double bytes) {
+    if (bytes <= 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    get(device).traffic += bytes;
+  }
+
+ private:
+  static const void* storageBase(const at::Tensor& tensor) {
+    if (!tensor.defined() || !tensor.has_storage()) return nullptr;
+    return tensor.storage().data();
+  }
+
+  static double storageBytes(const at::Tensor& tensor) { return double(tensor.storage().nbytes()); }
+
+  bool residentLocked(int device, const void* base, double bytes) {
+    DeviceL2* l2 = find(device);
+    if (l2 == nullptr) return false;
+    for (const Entry& entry : l2->entries) {
+      if (entry.base == base) return l2->traffic - entry.stamp + entry.bytes <= capacity_;  // stamp includes itself
+    }
+    return false;
+  }
+
+  void touchLocked(int device, const void* base, double bytes) {
+    DeviceL2& l2 = get(device);
+    // The touched buffer takes the newest lines: everything touched before it
+    // is that much closer to eviction (so two buffers touched together are
+    // resident together only if both fit).
+    l2.traffic += bytes;
+    for (Entry& entry : l2.entries) {
+      if (entry.base == base) {
+        entry.bytes = bytes;
+        entry.stamp = l2.traffic;
+        return;
+      }
+    }
+    l2.entries[l2.next] = Entry{base, bytes, l2.traffic};
+    l2.next = (l2.next + 1) % kEntries;
+  }
+
+  Residency() : capacity_(double(runtime::Runtime::instance().chip().l2CacheBytes)) {}
+
+  DeviceL2* find(int device) {
+    return device >= 0 && size_t(device) < devices_.size() ? &devices_[size_t(device)] : nullptr;
+  }
+  DeviceL2& get(int device) {
+    const size_t index = device < 0 ? 0 : size_t(device);
+    if (index >= devices_.size()) devices_.resize(index + 1);
+    return devices_[index];
+  }
+
+  std::mutex mutex_;
+  std::vector<DeviceL2> devices_;
+  const double capacity_;
+};
+
+}  // namespace
+
+void queryL2Residency(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
+  if (!tensors.empty()) Residency::instance().query(device, tensors, resident);
+}
+
+void touchL2(int device, c10::ArrayRef<const at::Tensor*> tensors) {
+  if (!tensors.empty()) Residency::instance().touch(device, tensors);
+}
+
+void addL2Traffic(int device, double bytes) { Residency::instance().traffic(device, bytes); }
+
+}  // namespace npusim::backend

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the tests need beyond npusim itself (scripts/setup.sh): GoogleTest for the C++
+# suites, a headless browser for the HTML report's rendering test, pytest and its helpers, and
+# transformers for the Hugging Face tests. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+need_apt=()
+[ -f /usr/include/gtest/gtest.h ] || need_apt+=(libgtest-dev)
+# Headless browser for tests/profiler/test_html_report.py; no recommended packages (they bring a desktop).
+command -v chromium >/dev/null || need_apt+=(chromium fonts-dejavu-core)
+if ((${#need_apt[@]})); then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
+fi
+
+PYTHON="${PYTHON:-python3}"
+for module in pytest expecttest numpy; do
+  "$PYTHON" -c "import $module" 2>/dev/null || "$PYTHON" -m pip install -q "$module"
+done
+# transformers' NPU flash-attention path and the tiny Hugging Face models run in tests/ops.
+"$PYTHON" -c "import transformers" 2>/dev/null || "$PYTHON" -m pip install -q "transformers==5.23.0" \
+  || echo "setup-tests: transformers not installed; its tests in tests/ops are skipped"
