@@ -20,7 +20,7 @@ SATURATION = {"INF_NAN_MODE_FORCE_DISABLE": "1"}
 PRELUDE = """
 import warnings
 import torch, npusim
-from npusim.npu.inf_nan_mode import is_support_inf_nan, npu_check_overflow
+from npusim.npu.amp.inf_nan_mode import is_support_inf_nan, npu_check_overflow
 
 def wired():
     # Whether the executor saturates kernel results (one op in saturation mode is enough to tell).

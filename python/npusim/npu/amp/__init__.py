@@ -10,6 +10,7 @@ A feature above ``torch.npu``: npusim's package root imports it, which makes it 
 ``torch.npu.amp``; nothing in the device module imports it.
 """
 
+from npusim.npu.amp import autocast_utils, inf_nan_mode  # noqa: F401  (their former paths)
 from npusim.npu.amp.autocast_mode import autocast, custom_bwd, custom_fwd
 from npusim.npu.amp.grad_scaler import GradScaler
 
