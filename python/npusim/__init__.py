@@ -118,10 +118,13 @@ def _register_backend() -> None:
     _C._set_interactive(is_interactive_session())
     # Frames under these directories are library code: the placement report names the first
     # frame outside them as the user's source line.
-    _C._set_library_paths([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
+    # npusim_tools (the console scripts' launcher) is npusim's too.
+    library_paths = [os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep,
+                     os.path.join(os.path.dirname(os.path.dirname(__file__)), "npusim_tools") + os.sep]
+    _C._set_library_paths(library_paths)
     from npusim import _sync_labels
 
-    _sync_labels.set_library_prefixes([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
+    _sync_labels.set_library_prefixes(library_paths)
 
     if backend_registration._privateuse1_backend_name != "npu":
         # Also aliases ProfilerActivity.NPU and DeviceType.NPU.
