@@ -14,7 +14,6 @@ import importlib.util
 import sys
 
 import npusim.npu as _npu
-from npusim.compile._import_hooks import after_import, fully_loaded as _fully_loaded
 
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 _DYNAMO_PACKAGE = "torch._dynamo"
@@ -27,15 +26,76 @@ _GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callable
 
 
 def _register_device_interface() -> None:
-    from npusim.compile import device_interface
+    from npusim.compile import device_interface, npu_graph_trees
 
     device_interface.register()
+    # reduce-overhead on npu: Inductor's graph wrapping, once Inductor's compile path has loaded
+    # (Dynamo loads its device registry from inside Inductor's own imports).
+    after_import("torch._inductor.compile_fx", npu_graph_trees.install)
 
 
 def _apply_dynamo_rules() -> None:
     from npusim.compile import dynamo_rules
 
     dynamo_rules.apply()
+
+
+# Registrations that wait for a module to finish executing, by module name. install() puts the
+# device interface here (Dynamo's start-up may ask it as soon as its registry exists) and the
+# tracing rules of torch.npu (once the whole torch._dynamo package, its rule tables and variable
+# trackers, has loaded); other parts add theirs with after_import().
+_PENDING: dict[str, list] = {}
+
+
+class _RegisterAfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Runs the registrations of ``_PENDING`` right after their module executes."""
+
+    def __init__(self) -> None:
+        self._resolving = False
+        self._wrapped: dict[str, importlib.abc.Loader] = {}
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in _PENDING or self._resolving:
+            return None
+        self._resolving = True
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._resolving = False
+        if spec is None or spec.loader is None:
+            return None
+        self._wrapped[fullname] = spec.loader
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return self._wrapped[spec.name].create_module(spec)
+
+    def exec_module(self, module):
+        name = module.__spec__.name
+        self._wrapped.pop(name).exec_module(module)
+        registrations = _PENDING.pop(name, [])
+        if not _PENDING:
+            sys.meta_path[:] = [finder for finder in sys.meta_path if finder is not self]
+        for register in registrations:
+            register()
+
+
+def _fully_loaded(module: str) -> bool:
+    loaded = sys.modules.get(module)
+    return loaded is not None and getattr(getattr(loaded, "__spec__", None), "_initializing", False) is False
+
+
+def after_import(module: str, register) -> None:
+    """Run ``register`` now if ``module`` is loaded, else right after it loads (once)."""
+    if _fully_loaded(module):
+        register()
+        return
+    waiting = _PENDING.setdefault(module, [])
+    if register not in waiting:
+        waiting.append(register)
+    if not any(isinstance(finder, _RegisterAfterImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _RegisterAfterImport())
 
 
 def _graph_attribute(name: str):
@@ -65,9 +125,9 @@ def install() -> None:
 def inductor_codegen(name: str):
     """``torch.npu.Scheduling`` / ``PythonWrapperCodegen`` / ``CppWrapperCodegen`` /
     ``WrapperFxCodegen``: registers the npu Inductor backend on first use."""
-    from npusim.compile import device_interface, inductor_backend
+    from npusim.compile import inductor_backend
 
-    device_interface.register()
+    _register_device_interface()
     inductor_backend.register()
     return inductor_backend.codegen_class(name)
 

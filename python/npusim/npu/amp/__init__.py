@@ -7,10 +7,11 @@ scaler to the ``npu`` device. The device functions they use sit in the device mo
 :mod:`npusim.npu.inf_nan_mode` (the INF_NAN / saturation mode).
 
 A feature above ``torch.npu``: npusim's package root imports it, which makes it the attribute
-``torch.npu.amp``; nothing in the device module imports it.
+``torch.npu.amp``; nothing in the device module imports it. ``torch.npu.amp.autocast_utils`` and
+``torch.npu.amp.inf_nan_mode`` stay importable at their former paths (not loaded with ``import
+torch``: they only re-export the device module's).
 """
 
-from npusim.npu.amp import autocast_utils, inf_nan_mode  # noqa: F401  (their former paths)
 from npusim.npu.amp.autocast_mode import autocast, custom_bwd, custom_fwd
 from npusim.npu.amp.grad_scaler import GradScaler
 
