@@ -41,15 +41,14 @@ CHECKED = ("npusim", "npusim_tools", "torch_npu", "_npusim_torch_npu_hook")
 # package and its modules, "pkg.__init__" the package's own __init__ only). A module imports
 # modules of its own layer or of lower layers, never of a higher one.
 LAYERS: dict[str, int] = {
-    # 0 base: the error-code suffix, the runtime's state read without starting it, the native
-    # libraries (npusim._C, torch.ops.npu, the profiler library), the sync-label helper the
-    # backend calls, the start-up hook that finds torch_npu without importing torch, and
-    # npusim_tools (the triage tools and the readers of the simulated stack's data files; they
-    # import neither torch nor npusim, so npusim can use them and they work where npusim fails).
+    # 0 base: the error-code suffix (the device module registers who names the current device),
+    # the native libraries (npusim._C, torch.ops.npu, the profiler library), the sync-label
+    # helper the backend calls, the start-up hook that finds torch_npu without importing torch,
+    # and npusim_tools (the triage tools and the readers of the simulated stack's data files:
+    # they import neither torch nor npusim, so npusim can use them and they work where it fails).
     "_npusim_torch_npu_hook": 0,
     "npusim._C": 0,
     "npusim._error_code": 0,
-    "npusim._runtime_state": 0,
     "npusim._ops": 0,
     "npusim._profiler_lib": 0,
     "npusim._sync_labels": 0,

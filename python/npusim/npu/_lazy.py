@@ -14,8 +14,7 @@ import threading
 import traceback
 
 from npusim import _C
-from npusim._error_code import ErrCode, pta_error
-from npusim._runtime_state import in_bad_fork, runtime_initialized
+from npusim._error_code import ErrCode, pta_error, register_current_device_query
 
 __all__ = ["init", "is_initialized"]
 
@@ -31,7 +30,7 @@ class DeferredNpuCallError(Exception):
 
 
 def _is_in_bad_fork() -> bool:
-    return in_bad_fork()
+    return bool(_C._is_in_bad_fork()) or bool(_C._runtime_in_forked_child())
 
 
 def is_initialized() -> bool:
@@ -42,7 +41,22 @@ def is_initialized() -> bool:
 def _runtime_initialized() -> bool:
     """Whether the C++ runtime is up in this process (also when C++ code started it without
     going through :func:`_lazy_init`)."""
-    return runtime_initialized()
+    # npusim._C._is_initialized is part of the contract with the backend; until the extension
+    # provides it, the Python flag answers (C++ factories call _lazy_init, so it is set then).
+    probe = getattr(_C, "_is_initialized", None)
+    if probe is not None:
+        return bool(probe()) and not _is_in_bad_fork()
+    return is_initialized()
+
+
+def _current_device_if_initialized() -> int:
+    """The current NPU for the error-code suffix, -1 while the runtime is not up (never starts it)."""
+    if not _runtime_initialized():
+        return -1
+    return int(_C._get_device())
+
+
+register_current_device_query(_current_device_if_initialized)
 
 
 def _lazy_call(callable, **kwargs):
