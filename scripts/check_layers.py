@@ -58,14 +58,16 @@ LAYERS: dict[str, int] = {
     "npusim.npu": 1,
     # 2 features on top of the device, each registering itself with the layers below when the
     # package root loads it: amp (torch.npu.amp), distributed (hccl), profiler, compile (Dynamo,
-    # Inductor, NPUGraph), migration and transfer_to_npu, estimate-only mode, the performance,
-    # placement and run-summary reports, serialization, DataParallel, the torch_npu name finder.
+    # Inductor, NPUGraph), migration and transfer_to_npu, compare (msprobe's dump and compare),
+    # estimate-only mode, the performance, placement and run-summary reports, serialization,
+    # DataParallel, the torch_npu name finder.
     "npusim.npu.amp": 2,
     "npusim.distributed": 2,
     "npusim._distributed_C": 2,
     "npusim.profiler": 2,
     "npusim.compile": 2,
     "npusim.migration": 2,
+    "npusim.compare": 2,
     "npusim._transfer_to_npu": 2,
     "npusim.estimate": 2,
     "npusim.performance": 2,
@@ -77,16 +79,22 @@ LAYERS: dict[str, int] = {
     # 3 the package root: npusim/__init__ assembles the layers (loads the native library,
     # registers torch.npu, loads the features and calls their registrations).
     "npusim.__init__": 3,
-    # 4 the torch_npu face: npusim/_torch_npu_compat (served as torch_npu) and the in-tree
-    # torch_npu shim of a source checkout.
+    # 4 the faces of Ascend's packages: npusim/_torch_npu_compat (served as torch_npu), the
+    # in-tree torch_npu shim of a source checkout, and npusim/compare/_msprobe (served as msprobe).
     "npusim._torch_npu_compat": 4,
     "torch_npu": 4,
-    # 5 the command line and the programs run by path: npusim.cli, python -m npusim, the console
-    # scripts of npusim_tools.launcher, and the doctor's import probe (run in a subprocess).
+    "npusim.compare._msprobe": 4,
+    # 5 the command line and the programs run in a process of their own: npusim.cli, python -m
+    # npusim, the console scripts of npusim_tools.launcher, the doctor's import probe, and the
+    # runs of npusim compare (python -m npusim.compare.runner / explain_worker, and the benchmark
+    # device the runner installs in its own process, torch_npu's operators included).
     "npusim.cli": 5,
     "npusim.__main__": 5,
     "npusim_tools.launcher": 5,
     "npusim_tools.doctor.probe": 5,
+    "npusim.compare.runner": 5,
+    "npusim.compare.explain_worker": 5,
+    "npusim.compare.bench_device": 5,
 }
 
 LAYER_NAMES = {
@@ -94,7 +102,7 @@ LAYER_NAMES = {
     1: "device module (torch.npu)",
     2: "features",
     3: "package root (assembly)",
-    4: "torch_npu face",
+    4: "faces of Ascend's packages (torch_npu, msprobe)",
     5: "command line",
 }
 
@@ -106,6 +114,7 @@ ALIASES = {
     "torch.npu": "npusim.npu",
     "torch_npu": "npusim._torch_npu_compat",
     "torchair": "npusim.compile._torchair",
+    "msprobe": "npusim.compare._msprobe",
 }
 
 # Extension modules that exist only after a build (scripts/dev-build.sh copies them in).

@@ -178,6 +178,9 @@ def _load() -> None:
     from npusim import compile as _compile
 
     _compile.install()  # torch.compile on npu (lazy: nothing of Dynamo is imported here)
+    from npusim import compare as _compare
+
+    _compare.install()  # `import msprobe` served where no real msprobe is installed
     _REGISTERED = True
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "communication_report",
     "reset_communication_report",
     "price_collective",
+    "exposed_communication",
 ]
 
 _REGISTERED = False
@@ -317,4 +318,11 @@ def price_collective(op: str, nbytes: int, world_size: int, ranks_per_server: in
         op, int(nbytes), int(world_size), int(ranks_per_server), server_910a, int(buffer_bytes), peer_same_server
     )
     return ns / 1e9, algorithm, busbw
+
+
+def exposed_communication(communication_s: float, compute_s: float) -> float:
+    """The seconds a collective of `communication_s` adds when it runs alongside `compute_s` of compute on the
+    same chip (fused MC2 kernels, an asynchronous collective behind a GEMM): overlap hides only part of the
+    shorter of the two (the performance model's calibration, perf/Calibration.h)."""
+    return float(_extension()._exposed_communication(float(communication_s), float(compute_s)))
 

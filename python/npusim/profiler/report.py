@@ -124,10 +124,31 @@ def _figures(trace: Trace, capacity: int | None):
     return figs
 
 
-def _table(header, rows) -> str:
+def html_table(header, rows) -> str:
+    """An HTML table in the report's style (every cell escaped)."""
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_table = html_table
+
+
+def html_page(title: str, body: str) -> str:
+    """A self-contained report page: plotly's bundle inlined (no network), the report's style.
+    Other npusim reports (npusim compare) build their pages with it."""
+    import plotly.offline
+
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>
+<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}} table{{border-collapse:collapse;margin:1em 0}}
+td,th{{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}} .finding{{border-left:5px solid #f0ad4e;
+padding:0 1em;margin:1em 0;background:#fafafa}} .finding.high{{border-color:#d9534f}}</style></head><body>
+<h1>{html.escape(title)}</h1>
+{body}
+</body></html>
+"""
 
 
 def build_report(profile_dir: str, output: str) -> str:
@@ -179,14 +200,7 @@ def build_report(profile_dir: str, output: str) -> str:
         f"<div class='finding {a['severity']}'><h3>{html.escape(a['title'])}</h3><p>{html.escape(a['text'])}</p>"
         f"<p><b>Fix:</b> {html.escape(a['fix'])}</p></div>" for a in advice) or "<p>No problems found.</p>"
 
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>npusim profile report</title>
-<script type="text/javascript">{plotly.offline.get_plotlyjs()}</script>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1200px}} table{{border-collapse:collapse;margin:1em 0}}
-td,th{{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}} .finding{{border-left:5px solid #f0ad4e;
-padding:0 1em;margin:1em 0;background:#fafafa}} .finding.high{{border-color:#d9534f}}</style></head><body>
-<h1>npusim profile report</h1>
-<p>Profile: {html.escape(os.path.basename(os.path.abspath(profile_dir)))} &middot; {len(trace.tasks)} device tasks,
+    body = f"""<p>Profile: {html.escape(os.path.basename(os.path.abspath(profile_dir)))} &middot; {len(trace.tasks)} device tasks,
 {len(trace.steps) or 1} step(s). Device times are npusim's model of the chip ({html.escape(str(meta.get('chip', 'Ascend 910B')))}).</p>
 <h2>Advisor</h2>{advice_html}
 <h2>Step timeline</h2>{parts['timeline']}
@@ -196,9 +210,8 @@ padding:0 1em;margin:1em 0;background:#fafafa}} .finding.high{{border-color:#d95
 {_table(['Operator', 'Placement', 'Source line'], placement_rows) if placement_rows else '<p>Every operator ran on the AI Core.</p>'}
 <h2>Sync points</h2>
 {_table(['Cause', 'Source line', 'Count'], sync_rows) if sync_rows else '<p>No host-device synchronization.</p>'}
-<h2>Memory</h2>{parts['memory']}
-</body></html>
-"""
+<h2>Memory</h2>{parts['memory']}"""
+    page = html_page("npusim profile report", body)
     with open(output, "w", encoding="utf-8") as f:
         f.write(page)
     return output
