@@ -137,8 +137,8 @@ def _release_deferred_at_exit() -> None:
 def _create_hccl_backend(backend_options, process_group_options):
     """The creator registered for ``hccl`` (``extended_api=True``)."""
     global _RELEASE_AT_EXIT
+    from npusim import _C
     from npusim.distributed._environment import note_tuning_variables, read_environment
-    from npusim.estimate import is_estimate_only
 
     extension = _extension()
     if not _RELEASE_AT_EXIT:
@@ -167,8 +167,9 @@ def _create_hccl_backend(backend_options, process_group_options):
             f"RANK_TABLE_FILE {table.path} lists {table.world_size} ranks, but the process group has "
             f"{size} (WORLD_SIZE)." + dist_error(ErrCode.VALUE)
         )
-    if is_estimate_only() or _is_fake_store(store):
-        # Estimate-only: collectives are priced and checked, no data moves.
+    if _C._estimate_only() or _is_fake_store(store):
+        # Estimate-only (npusim.estimate, a mode of the runtime): collectives are priced and
+        # checked, no data moves.
         from torch._C._distributed_c10d import FakeProcessGroup
 
         mover = FakeProcessGroup._create_internal(rank, size)
