@@ -61,6 +61,13 @@ def test_an_output_read_after_the_next_generation_raises_torch_npus_error():
     # The message names the line of the compiled function that produced the output.
     with pytest.raises(RuntimeError, match=r"Stack trace: .*test_npu_graph_trees\.py"):
         captured.sum()
+    # The compile report counts the NPUGraph runs.
+    from npusim.compile.report import compile_report, format_compile_report
+
+    report = compile_report()
+    assert report["npu_graphs"] == {"captured": 1, "replayed": 1, "warmups": 1, "eager": 0}
+    assert any(line.strip().startswith("NPUGraphs (reduce-overhead): 1 captured, 1 replays, 1 warm-up runs")
+               for line in format_compile_report(report))
 
 
 def test_outputs_are_fresh_tensors_over_the_graphs_memory():
