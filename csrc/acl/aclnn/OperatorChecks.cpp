@@ -54,6 +54,11 @@ const aclTensor& requireTensor(const aclTensor* tensor, const char* name) {
   return *tensor;
 }
 
+const aclTensor* requireLiveTensor(const aclTensor* tensor, const char* name) {
+  requireLive(tensor, name);
+  return tensor;
+}
+
 c10::ScalarType requireType(const aclTensor& tensor, const char* name, TypeList allowed) {
   return checkType(tensor.dataType, std::string(name) + "'s dtype", allowed);
 }

@@ -28,6 +28,8 @@ extern const TypeList kFloatingTypes;
 
 // A required tensor: non-null (161001) and live (161002).
 const aclTensor& requireTensor(const aclTensor* tensor, const char* name);
+// A given optional tensor: live (161002); returned for chaining.
+const aclTensor* requireLiveTensor(const aclTensor* tensor, const char* name);
 
 // The tensor's type, which must be in `allowed` and exist on the chosen chip (BFLOAT16 needs
 // Atlas A2 or later).

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DeviceType.h>
 
 #include "backend/device/NpuStreams.h"
@@ -26,5 +27,28 @@ OperatorLaunchScope::OperatorLaunchScope(int device, runtime::StreamId stream, s
 }
 
 OperatorLaunchScope::~OperatorLaunchScope() { backend::setCurrentStream(device_, previousStream_); }
+
+std::vector<c10::IValue> callNpuOperator(const char* name, std::vector<std::pair<std::string, c10::IValue>> arguments) {
+  // Below autograd, as in a launch: the operator's kernel (or its Meta kernel for inference).
+  const at::AutoDispatchBelowADInplaceOrView belowAutograd;
+  const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, "");
+  const c10::FunctionSchema& schema = op.schema();
+  torch::jit::Stack stack;
+  for (const c10::Argument& argument : schema.arguments()) {
+    bool given = false;
+    for (auto& [argName, value] : arguments) {
+      if (argName == argument.name()) {
+        stack.push_back(std::move(value));
+        given = true;
+        break;
+      }
+    }
+    if (given) continue;
+    TORCH_CHECK(argument.default_value().has_value(), name, ": argument ", argument.name(), " has no default");
+    stack.push_back(*argument.default_value());
+  }
+  op.callBoxed(&stack);
+  return stack;
+}
 
 }  // namespace npusim::aclnn

@@ -7,8 +7,12 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/core/LegacyTypeDispatch.h>
+#include <ATen/core/ivalue.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "backend/timing/Hf32Switches.h"
@@ -34,5 +38,10 @@ class OperatorLaunchScope {
   runtime::StreamId previousStream_;
   std::optional<backend::ScopedMatmulHf32> matmulHf32_;
 };
+
+// Calls the torch_npu operator `name` ("npu::npu_rms_norm") through the dispatcher, as
+// torch.ops.npu.<op>(**arguments) does: the named arguments given, the schema's defaults for the
+// rest. Returns its results.
+std::vector<c10::IValue> callNpuOperator(const char* name, std::vector<std::pair<std::string, c10::IValue>> arguments);
 
 }  // namespace npusim::aclnn
