@@ -18,7 +18,6 @@ namespace {
 
 using Arguments = std::vector<std::pair<std::string, c10::IValue>>;
 
-std::vector<int64_t> sizesOf(const at::Tensor& t) { return std::vector<int64_t>(t.sizes().begin(), t.sizes().end()); }
 
 // The attributes both directions share.
 struct AttentionAttributes {
@@ -66,19 +65,80 @@ AttentionAttributes attributesOf(const aclIntArray* prefix, double scale, double
   return a;
 }
 
-c10::IValue optionalMeta(const aclTensor* tensor, const char* name) {
-  if (tensor == nullptr) return c10::IValue();
-  requireLive(tensor, name);
-  return metaTensor(*tensor);
-}
-
 c10::IValue optionalSlot(const LaunchTensors& t, size_t slot) {
   return t[slot].defined() ? c10::IValue(t[slot]) : c10::IValue();
 }
 
-void requireResultShape(const aclTensor* tensor, const char* name, const at::Tensor& expected) {
-  if (tensor == nullptr) return;
-  requireShape(*tensor, name, sizesOf(expected));
+// B, N, S and D of query (or of key, with its own head count) in a layout.
+struct Geometry {
+  int64_t batch = 0, heads = 0, sequence = 0, headDim = 0;
+};
+
+Geometry geometryOf(const aclTensor& t, const char* name, const std::string& layout, int64_t headNum) {
+  const bool packed = layout == "BSH" || layout == "SBH";
+  requireDims(t, name, packed ? 3 : 4, packed ? 3 : 4);
+  const std::vector<int64_t>& d = t.viewDims;
+  Geometry g;
+  if (packed) {
+    g.batch = layout == "BSH" ? d[0] : d[1];
+    g.sequence = layout == "BSH" ? d[1] : d[0];
+    requireValid(headNum > 0 && d[2] % headNum == 0,
+                 std::string(name) + "'s hidden size " + std::to_string(d[2]) + " is not a multiple of headNum " +
+                     std::to_string(headNum));
+    g.headDim = d[2] / headNum;
+    g.heads = headNum;
+  } else {
+    g.batch = d[0];
+    g.heads = layout == "BNSD" ? d[1] : d[2];
+    g.sequence = layout == "BNSD" ? d[2] : d[1];
+    g.headDim = d[3];
+  }
+  return g;
+}
+
+// The documented shapes of FlashAttentionScore's inputs and outputs, checked before launch
+// (what only the kernel can judge, it refuses when it runs).
+struct AttentionShapes {
+  Geometry query, key;
+  std::vector<int64_t> statistics;  // [B, N, Sq, 8]
+};
+
+AttentionShapes checkShapes(const aclTensor& q, const aclTensor& k, const aclTensor& v, const aclTensor* pse,
+                            const aclTensor* mask, const AttentionAttributes& a) {
+  requireValid(a.headNum > 0, "headNum should be positive, but got " + std::to_string(a.headNum));
+  requireValid(a.sparseMode >= 0 && a.sparseMode <= 6, "sparseMode should be in [0, 6], but got " +
+                                                           std::to_string(a.sparseMode));
+  AttentionShapes s;
+  s.query = geometryOf(q, "query", a.layout, a.headNum);
+  requireValid(a.layout == "BSH" || a.layout == "SBH" || s.query.heads == a.headNum,
+               "headNum " + std::to_string(a.headNum) + " is not query's N " + std::to_string(s.query.heads));
+  const bool packed = a.layout == "BSH" || a.layout == "SBH";
+  const int64_t keyHidden = packed ? k.viewDims.back() : 0;
+  const int64_t keyHeads = packed ? (s.query.headDim > 0 ? keyHidden / s.query.headDim : 0) : 0;
+  s.key = geometryOf(k, "key", a.layout, packed ? std::max<int64_t>(keyHeads, 1) : a.headNum);
+  requireSameShape(k, "key", v, "value");
+  requireValid(s.key.batch == s.query.batch && s.key.headDim == s.query.headDim,
+               "key " + shapeText(k.viewDims) + " does not match query " + shapeText(q.viewDims) + " in " + a.layout);
+  requireValid(s.key.heads > 0 && s.query.heads % s.key.heads == 0,
+               "query's head count " + std::to_string(s.query.heads) + " is not a multiple of key's " +
+                   std::to_string(s.key.heads));
+  s.statistics = {s.query.batch, s.query.heads, s.query.sequence, 8};
+  const int64_t sq = s.query.sequence, skv = s.key.sequence, b = s.query.batch, n = s.query.heads;
+  if (pse != nullptr) {
+    const std::vector<int64_t>& d = pse->viewDims;
+    requireValid(d == std::vector<int64_t>{b, n, sq, skv} || d == std::vector<int64_t>{b, n, 1, skv} ||
+                     d == std::vector<int64_t>{1, n, sq, skv},
+                 "realShift's shape should be [B,N,Sq,Skv], [B,N,1,Skv] or [1,N,Sq,Skv], but got " + shapeText(d));
+  }
+  // Modes 2-4 take the chip's compressed 2048 x 2048 mask; 0, 1, 5 and 6 a full one.
+  if (mask != nullptr && (a.sparseMode == 0 || a.sparseMode == 1)) {
+    const std::vector<int64_t>& d = mask->viewDims;
+    requireValid(d == std::vector<int64_t>{sq, skv} || d == std::vector<int64_t>{b, 1, sq, skv} ||
+                     d == std::vector<int64_t>{1, 1, sq, skv} || d == std::vector<int64_t>{b, n, sq, skv},
+                 "attenMask's shape should be [Sq,Skv], [B,1,Sq,Skv], [1,1,Sq,Skv] or [B,N,Sq,Skv], but got " +
+                     shapeText(d));
+  }
+  return s;
 }
 
 void describeForward(OperatorPlan& plan, const aclTensor* query, const aclTensor* key, const aclTensor* value,
@@ -102,16 +162,10 @@ void describeForward(OperatorPlan& plan, const aclTensor* query, const aclTensor
   requireLive(dropMask, "dropMaskOptional");
   requireLive(paddingMask, "paddingMaskOptional");
   requireLive(softmaxOut, "softmaxOutOut");
-  // The kernel's own checks and output shapes, on meta tensors.
-  Arguments inference = {{"query", metaTensor(q)}, {"key", metaTensor(k)}, {"value", metaTensor(v)},
-                         {"pse", optionalMeta(realShift, "realShiftOptional")},
-                         {"atten_mask", optionalMeta(attenMask, "attenMaskOptional")}};
-  a.addTo(inference, false);
-  const auto inferred = inferOrRefuse(ACLNN_ERR_PARAM_INVALID,
-                                      [&] { return callNpuOperator("npu::npu_fusion_attention", inference); });
-  requireResultShape(attentionOut, "attentionOutOut", inferred.at(0).toTensor());
-  requireResultShape(softmaxMax, "softmaxMaxOut", inferred.at(1).toTensor());
-  requireResultShape(softmaxSum, "softmaxSumOut", inferred.at(2).toTensor());
+  const AttentionShapes shapes = checkShapes(q, k, v, realShift, attenMask, a);
+  requireSameShape(out, "attentionOutOut", q, "query");
+  requireShape(*softmaxMax, "softmaxMaxOut", shapes.statistics);
+  requireShape(*softmaxSum, "softmaxSumOut", shapes.statistics);
 
   const size_t qSlot = plan.input(query, "query");
   const size_t kSlot = plan.input(key, "key");
@@ -180,16 +234,15 @@ void describeBackward(OperatorPlan& plan, const aclTensor* query, const aclTenso
     a.addTo(arguments, true);
     return arguments;
   };
-  const auto inferred = inferOrRefuse(ACLNN_ERR_PARAM_INVALID, [&] {
-    return callNpuOperator("npu::npu_fusion_attention_grad", argumentsOf([&](size_t i) {
-      const aclTensor* tensor = inputTensors[i].first;
-      return tensor == nullptr ? c10::IValue() : c10::IValue(metaTensor(*tensor));
-    }));
-  });
-  requireResultShape(dq, "dqOut", inferred.at(0).toTensor());
-  requireResultShape(dk, "dkOut", inferred.at(1).toTensor());
-  requireResultShape(dv, "dvOut", inferred.at(2).toTensor());
-  if (dpse != nullptr && pseShift != nullptr) requireResultShape(dpse, "dpseOut", inferred.at(3).toTensor());
+  const AttentionShapes shapes = checkShapes(q, k, v, pseShift, attenMask, a);
+  requireSameShape(g, "dy", q, "query");
+  requireSameShape(*dq, "dqOut", q, "query");
+  requireSameShape(*dk, "dkOut", k, "keyIn");
+  requireSameShape(*dv, "dvOut", v, "value");
+  for (const aclTensor* stat : {softmaxMax, softmaxSum}) {
+    if (stat != nullptr) requireShape(*stat, stat == softmaxMax ? "softmaxMaxOptional" : "softmaxSumOptional", shapes.statistics);
+  }
+  if (dpse != nullptr && pseShift != nullptr) requireSameShape(*dpse, "dpseOut", *pseShift, "pseShiftOptional");
 
   const char* slotNames[] = {"query",           "keyIn",       "value",           "dy",
                              "pseShiftOptional", "dropMaskOptional", "paddingMaskOptional", "attenMaskOptional",

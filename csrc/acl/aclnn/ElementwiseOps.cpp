@@ -58,9 +58,10 @@ void applyInPlace(Binary op, const at::Tensor& self, const at::Tensor& other, co
   }
 }
 
-// The arguments of one binary call: `other` is a tensor or a scalar; `out` is null in place.
+// The arguments of one binary call: `other` is a tensor or a scalar; an in-place call has no out.
 struct BinaryCall {
   Binary op;
+  bool inPlace;
   const aclTensor* self;
   const char* selfName;
   const aclTensor* otherTensor;
@@ -71,7 +72,7 @@ struct BinaryCall {
 };
 
 void describeBinary(OperatorPlan& plan, const BinaryCall& call) {
-  const bool inPlace = call.out == nullptr;
+  const bool inPlace = call.inPlace;
   const aclTensor& self = requireTensor(call.self, call.selfName);
   const aclTensor* otherTensor = nullptr;
   const aclScalar* otherScalar = nullptr;
@@ -159,7 +160,7 @@ extern "C" {
 
 aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor* self, const aclTensor* other, const aclScalar* alpha,
                                      aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnAdd", {Binary::kAdd, self, "self", other, nullptr, true, alpha, out}, workspaceSize,
+  return prepareBinary("aclnnAdd", {Binary::kAdd, false, self, "self", other, nullptr, true, alpha, out}, workspaceSize,
                        executor);
 }
 aclnnStatus aclnnAdd(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -168,7 +169,7 @@ aclnnStatus aclnnAdd(void* workspace, uint64_t workspaceSize, aclOpExecutor* exe
 
 aclnnStatus aclnnAddsGetWorkspaceSize(const aclTensor* self, const aclScalar* other, const aclScalar* alpha,
                                       aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnAdds", {Binary::kAdd, self, "self", nullptr, other, true, alpha, out}, workspaceSize,
+  return prepareBinary("aclnnAdds", {Binary::kAdd, false, self, "self", nullptr, other, true, alpha, out}, workspaceSize,
                        executor);
 }
 aclnnStatus aclnnAdds(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -177,7 +178,7 @@ aclnnStatus aclnnAdds(void* workspace, uint64_t workspaceSize, aclOpExecutor* ex
 
 aclnnStatus aclnnInplaceAddGetWorkspaceSize(const aclTensor* selfRef, const aclTensor* other, const aclScalar* alpha,
                                             uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnInplaceAdd", {Binary::kAdd, selfRef, "selfRef", other, nullptr, true, alpha, nullptr},
+  return prepareBinary("aclnnInplaceAdd", {Binary::kAdd, true, selfRef, "selfRef", other, nullptr, true, alpha, nullptr},
                        workspaceSize, executor);
 }
 aclnnStatus aclnnInplaceAdd(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -186,7 +187,7 @@ aclnnStatus aclnnInplaceAdd(void* workspace, uint64_t workspaceSize, aclOpExecut
 
 aclnnStatus aclnnInplaceAddsGetWorkspaceSize(const aclTensor* selfRef, const aclScalar* other, const aclScalar* alpha,
                                              uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnInplaceAdds", {Binary::kAdd, selfRef, "selfRef", nullptr, other, true, alpha, nullptr},
+  return prepareBinary("aclnnInplaceAdds", {Binary::kAdd, true, selfRef, "selfRef", nullptr, other, true, alpha, nullptr},
                        workspaceSize, executor);
 }
 aclnnStatus aclnnInplaceAdds(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -195,7 +196,7 @@ aclnnStatus aclnnInplaceAdds(void* workspace, uint64_t workspaceSize, aclOpExecu
 
 aclnnStatus aclnnSubGetWorkspaceSize(const aclTensor* self, const aclTensor* other, const aclScalar* alpha,
                                      aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnSub", {Binary::kSub, self, "self", other, nullptr, true, alpha, out}, workspaceSize,
+  return prepareBinary("aclnnSub", {Binary::kSub, false, self, "self", other, nullptr, true, alpha, out}, workspaceSize,
                        executor);
 }
 aclnnStatus aclnnSub(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -204,7 +205,7 @@ aclnnStatus aclnnSub(void* workspace, uint64_t workspaceSize, aclOpExecutor* exe
 
 aclnnStatus aclnnSubsGetWorkspaceSize(const aclTensor* self, const aclScalar* other, const aclScalar* alpha,
                                       aclTensor* out, uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnSubs", {Binary::kSub, self, "self", nullptr, other, true, alpha, out}, workspaceSize,
+  return prepareBinary("aclnnSubs", {Binary::kSub, false, self, "self", nullptr, other, true, alpha, out}, workspaceSize,
                        executor);
 }
 aclnnStatus aclnnSubs(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -213,7 +214,7 @@ aclnnStatus aclnnSubs(void* workspace, uint64_t workspaceSize, aclOpExecutor* ex
 
 aclnnStatus aclnnInplaceSubGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other, const aclScalar* alpha,
                                             uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnInplaceSub", {Binary::kSub, selfRef, "selfRef", other, nullptr, true, alpha, nullptr},
+  return prepareBinary("aclnnInplaceSub", {Binary::kSub, true, selfRef, "selfRef", other, nullptr, true, alpha, nullptr},
                        workspaceSize, executor);
 }
 aclnnStatus aclnnInplaceSub(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -222,7 +223,7 @@ aclnnStatus aclnnInplaceSub(void* workspace, uint64_t workspaceSize, aclOpExecut
 
 aclnnStatus aclnnInplaceSubsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other, const aclScalar* alpha,
                                              uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnInplaceSubs", {Binary::kSub, selfRef, "selfRef", nullptr, other, true, alpha, nullptr},
+  return prepareBinary("aclnnInplaceSubs", {Binary::kSub, true, selfRef, "selfRef", nullptr, other, true, alpha, nullptr},
                        workspaceSize, executor);
 }
 aclnnStatus aclnnInplaceSubs(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -231,7 +232,7 @@ aclnnStatus aclnnInplaceSubs(void* workspace, uint64_t workspaceSize, aclOpExecu
 
 aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor* self, const aclTensor* other, aclTensor* out,
                                      uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnMul", {Binary::kMul, self, "self", other, nullptr, false, nullptr, out}, workspaceSize,
+  return prepareBinary("aclnnMul", {Binary::kMul, false, self, "self", other, nullptr, false, nullptr, out}, workspaceSize,
                        executor);
 }
 aclnnStatus aclnnMul(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -240,7 +241,7 @@ aclnnStatus aclnnMul(void* workspace, uint64_t workspaceSize, aclOpExecutor* exe
 
 aclnnStatus aclnnMulsGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
                                       uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnMuls", {Binary::kMul, self, "self", nullptr, other, false, nullptr, out}, workspaceSize,
+  return prepareBinary("aclnnMuls", {Binary::kMul, false, self, "self", nullptr, other, false, nullptr, out}, workspaceSize,
                        executor);
 }
 aclnnStatus aclnnMuls(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -249,7 +250,7 @@ aclnnStatus aclnnMuls(void* workspace, uint64_t workspaceSize, aclOpExecutor* ex
 
 aclnnStatus aclnnInplaceMulGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other, uint64_t* workspaceSize,
                                             aclOpExecutor** executor) {
-  return prepareBinary("aclnnInplaceMul", {Binary::kMul, selfRef, "selfRef", other, nullptr, false, nullptr, nullptr},
+  return prepareBinary("aclnnInplaceMul", {Binary::kMul, true, selfRef, "selfRef", other, nullptr, false, nullptr, nullptr},
                        workspaceSize, executor);
 }
 aclnnStatus aclnnInplaceMul(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -258,7 +259,7 @@ aclnnStatus aclnnInplaceMul(void* workspace, uint64_t workspaceSize, aclOpExecut
 
 aclnnStatus aclnnInplaceMulsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other, uint64_t* workspaceSize,
                                              aclOpExecutor** executor) {
-  return prepareBinary("aclnnInplaceMuls", {Binary::kMul, selfRef, "selfRef", nullptr, other, false, nullptr, nullptr},
+  return prepareBinary("aclnnInplaceMuls", {Binary::kMul, true, selfRef, "selfRef", nullptr, other, false, nullptr, nullptr},
                        workspaceSize, executor);
 }
 aclnnStatus aclnnInplaceMuls(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -267,7 +268,7 @@ aclnnStatus aclnnInplaceMuls(void* workspace, uint64_t workspaceSize, aclOpExecu
 
 aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor* self, const aclTensor* other, aclTensor* out,
                                      uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnDiv", {Binary::kDiv, self, "self", other, nullptr, false, nullptr, out}, workspaceSize,
+  return prepareBinary("aclnnDiv", {Binary::kDiv, false, self, "self", other, nullptr, false, nullptr, out}, workspaceSize,
                        executor);
 }
 aclnnStatus aclnnDiv(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -276,7 +277,7 @@ aclnnStatus aclnnDiv(void* workspace, uint64_t workspaceSize, aclOpExecutor* exe
 
 aclnnStatus aclnnDivsGetWorkspaceSize(const aclTensor* self, const aclScalar* other, aclTensor* out,
                                       uint64_t* workspaceSize, aclOpExecutor** executor) {
-  return prepareBinary("aclnnDivs", {Binary::kDiv, self, "self", nullptr, other, false, nullptr, out}, workspaceSize,
+  return prepareBinary("aclnnDivs", {Binary::kDiv, false, self, "self", nullptr, other, false, nullptr, out}, workspaceSize,
                        executor);
 }
 aclnnStatus aclnnDivs(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -285,7 +286,7 @@ aclnnStatus aclnnDivs(void* workspace, uint64_t workspaceSize, aclOpExecutor* ex
 
 aclnnStatus aclnnInplaceDivGetWorkspaceSize(aclTensor* selfRef, const aclTensor* other, uint64_t* workspaceSize,
                                             aclOpExecutor** executor) {
-  return prepareBinary("aclnnInplaceDiv", {Binary::kDiv, selfRef, "selfRef", other, nullptr, false, nullptr, nullptr},
+  return prepareBinary("aclnnInplaceDiv", {Binary::kDiv, true, selfRef, "selfRef", other, nullptr, false, nullptr, nullptr},
                        workspaceSize, executor);
 }
 aclnnStatus aclnnInplaceDiv(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
@@ -294,7 +295,7 @@ aclnnStatus aclnnInplaceDiv(void* workspace, uint64_t workspaceSize, aclOpExecut
 
 aclnnStatus aclnnInplaceDivsGetWorkspaceSize(aclTensor* selfRef, const aclScalar* other, uint64_t* workspaceSize,
                                              aclOpExecutor** executor) {
-  return prepareBinary("aclnnInplaceDivs", {Binary::kDiv, selfRef, "selfRef", nullptr, other, false, nullptr, nullptr},
+  return prepareBinary("aclnnInplaceDivs", {Binary::kDiv, true, selfRef, "selfRef", nullptr, other, false, nullptr, nullptr},
                        workspaceSize, executor);
 }
 aclnnStatus aclnnInplaceDivs(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {

@@ -6,6 +6,7 @@
 #include "acl/aclnn/AclnnStatus.h"
 #include "acl/aclnn/OpExecutor.h"
 #include "acl/aclnn/OperatorLaunch.h"
+#include "aclnn/aclnn_base.h"
 
 namespace {
 
