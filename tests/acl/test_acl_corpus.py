@@ -23,10 +23,10 @@ from npusim_tools.cann_home import cann_home
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
-PROGRAMS = ["device_memory", "streams_events", "callbacks", "errors", "contexts"]
+PROGRAMS = ["device_memory", "streams_events", "callbacks", "errors", "contexts", "model_capture"]
 # The aclnn operator programs: in every tree built with npusim's PyTorch backend (libopapi).
 ACLNN_PROGRAMS = ["aclnn_elementwise", "aclnn_matmul", "aclnn_norm", "aclnn_reduction", "aclnn_embedding_rope",
-                  "aclnn_attention", "aclnn_contract"]
+                  "aclnn_attention", "aclnn_contract", "aclnn_capture"]
 
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("c++") is None,
                                 reason="the AscendCL corpus needs cmake and a C++ compiler")

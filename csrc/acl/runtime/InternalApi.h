@@ -20,6 +20,19 @@ extern "C" {
 ACL_FUNC_VISIBILITY aclError npusimAclResolveStream(aclrtStream stream, int32_t *device, uint64_t *timelineStream,
                                                     char *detail, size_t detailSize);
 
+// A task libopapi hands over for stream capture: `run` executes it on (device, stream) as
+// launched by the device, returning ACL_SUCCESS or an error with its reason in `detail`;
+// `release` frees `payload`.
+typedef aclError (*NpusimAclTaskRun)(void *payload, int32_t device, uint64_t timelineStream, char *detail,
+                                     size_t detailSize);
+typedef void (*NpusimAclTaskRelease)(void *payload);
+
+// When `stream` is capturing (aclmdlRICaptureBegin), records the task `what` and sets
+// *captured to 1: the model owns `payload` from then on. Otherwise sets *captured to 0 and
+// leaves `payload` to the caller, who runs the work itself.
+ACL_FUNC_VISIBILITY aclError npusimAclCaptureTask(aclrtStream stream, const char *what, NpusimAclTaskRun run,
+                                                  NpusimAclTaskRelease release, void *payload, int32_t *captured);
+
 // Records a failure of `api` for the calling thread as every acl call does: a plog line (module
 // OP for the aclnn codes 161xxx/361xxx/561xxx), aclGetRecentErrMsg's text and the last error.
 ACL_FUNC_VISIBILITY void npusimAclRecordFailure(const char *api, aclError code, const char *detail);

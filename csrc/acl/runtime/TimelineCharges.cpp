@@ -14,7 +14,7 @@ const perf::CostModel& costModel() {
 }  // namespace
 
 void chargeTransfer(int device, runtime::StreamId stream, uint64_t bytes, Transfer kind, bool pinnedHost,
-                    bool hostWaits) {
+                    bool hostWaits, bool launchedByDevice) {
   runtime::Runtime& rt = runtime::Runtime::instance();
   const perf::CostModel& model = costModel();
   runtime::SimTimeNs deviceNs = 0;
@@ -40,9 +40,18 @@ void chargeTransfer(int device, runtime::StreamId stream, uint64_t bytes, Transf
     }
   }
   runtime::DeviceTimeline& timeline = rt.timeline(device);
-  rt.hostClock().advance(model.hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kDataMovement));
+  if (!launchedByDevice) {
+    rt.hostClock().advance(model.hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kDataMovement));
+  }
   timeline.submit(stream, deviceNs);
   if (hostWaits || rt.launchBlocking()) timeline.synchronizeStream(stream);
+}
+
+void chargeModelLaunch(int device, runtime::StreamId stream) {
+  runtime::Runtime& rt = runtime::Runtime::instance();
+  rt.hostClock().advance(costModel().hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kOther));
+  rt.timeline(device).submit(stream, 0);
+  if (rt.launchBlocking()) rt.timeline(device).synchronizeStream(stream);
 }
 
 void chargeHostTask() {
