@@ -250,3 +250,50 @@ def test_operator_runs_on_the_current_torch_stream(aclnn: Aclnn):
     torch_ms = timed(lambda: F.silu(x))
     assert aclnn_ms > 0
     assert aclnn_ms == torch_ms
+
+
+def host_time(run) -> int:
+    """How far `run` moves the simulated host clock (its dispatch costs)."""
+    before = npusim._C._timing_totals()["host_now_ns"]
+    run()
+    return npusim._C._timing_totals()["host_now_ns"] - before
+
+
+def test_captured_model_replays_like_an_npugraph(aclnn: Aclnn):
+    """aclmdlRICaptureBegin/End around aclnn operators on a torch stream, then aclmdlRIExecuteAsync:
+    the same device time as an NPUGraph replay of the same operators, one host launch for all."""
+    acl = ctypes.CDLL(str(Path(cann_home()) / "lib64" / "libascendcl.so"))
+    acl.aclmdlRICaptureBegin.argtypes = [P, ctypes.c_int]
+    acl.aclmdlRICaptureEnd.argtypes = [P, ctypes.POINTER(P)]
+    acl.aclmdlRIExecuteAsync.argtypes = [P, P]
+    acl.aclmdlRIDestroy.argtypes = [P]
+    a, b = npu(256, 256, seed=22), npu(256, 256, seed=23)
+    product, total = torch.zeros(256, 256, device="npu"), torch.zeros(256, 256, device="npu")
+    side = torch.npu.Stream()
+    with torch.npu.stream(side):
+        stream = P(side.npu_stream)
+        assert acl.aclmdlRICaptureBegin(stream, 0) == 0
+        aclnn.run("Mm", aclnn.tensor(a), aclnn.tensor(b), aclnn.tensor(product), ctypes.c_int8(0))
+        aclnn.run("Add", aclnn.tensor(product), aclnn.tensor(a), aclnn.scalar(1.0), aclnn.tensor(total))
+        model = P()
+        assert acl.aclmdlRICaptureEnd(stream, ctypes.byref(model)) == 0
+        assert torch.count_nonzero(total.cpu()) == 0  # recorded, not run
+        replay = lambda: acl.aclmdlRIExecuteAsync(model, stream)
+        replay()
+        side.synchronize()
+        assert torch.equal(total.cpu(), (torch.mm(a, b) + a).cpu())
+        model_device, _ = price(replay)
+        model_host = host_time(replay)
+        one_by_one_host = host_time(lambda: aclnn.run("Mm", aclnn.tensor(a), aclnn.tensor(b), aclnn.tensor(product),
+                                                      ctypes.c_int8(0)))
+    graph = torch.npu.NPUGraph()
+    static_product, static_total = torch.empty_like(product), torch.empty_like(total)
+    with torch.npu.graph(graph):
+        torch.mm(a, b, out=static_product)
+        torch.add(static_product, a, out=static_total)
+    graph.replay()
+    graph_device, _ = price(graph.replay)
+    assert model_device == graph_device > 0
+    # Two kernels, one launch from the host: what one kernel's dispatch costs, as a graph replay.
+    assert model_host == host_time(graph.replay) == one_by_one_host
+    assert acl.aclmdlRIDestroy(model) == 0
