@@ -241,8 +241,10 @@ at::Tensor toBnsd(const at::Tensor& t, AttentionLayout layout, int64_t heads) {
 at::Tensor fromBnsd(const at::Tensor& t, AttentionLayout layout) {
   const int64_t b = t.size(0), n = t.size(1), s = t.size(2), d = t.size(3);
   switch (layout) {
-    case AttentionLayout::kBSH: return t.permute({0, 2, 1, 3}).reshape({b, s, n * d});
-    case AttentionLayout::kSBH: return t.permute({2, 0, 1, 3}).reshape({s, b, n * d});
+    // reshape keeps a view where the strides allow one; the kernels' results (and their Meta
+    // functions, which torch.compile traces with) are contiguous in the layout.
+    case AttentionLayout::kBSH: return t.permute({0, 2, 1, 3}).reshape({b, s, n * d}).contiguous();
+    case AttentionLayout::kSBH: return t.permute({2, 0, 1, 3}).reshape({s, b, n * d}).contiguous();
     case AttentionLayout::kBSND: return t.permute({0, 2, 1, 3}).contiguous();
     case AttentionLayout::kBNSD: return t.contiguous();
     case AttentionLayout::kTND: return t.squeeze(0).permute({1, 0, 2}).contiguous();

@@ -17,6 +17,7 @@ import npusim.npu as _npu
 
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 _DYNAMO_PACKAGE = "torch._dynamo"
+_BACKEND_REGISTRY_MODULE = "torch._dynamo.backends.registry"
 
 # What torch.npu serves from here on first use: Inductor looks up a PrivateUse1 device's code
 # generators on its device module, and torch_npu's graph API is part of torch.npu's __all__
@@ -32,6 +33,12 @@ def _register_device_interface() -> None:
     # reduce-overhead on npu: Inductor's graph wrapping, once Inductor's compile path has loaded
     # (Dynamo loads its device registry from inside Inductor's own imports).
     after_import("torch._inductor.compile_fx", npu_graph_trees.install)
+
+
+def _register_dynamo_backend() -> None:
+    from npusim.compile import dynamo_backend
+
+    dynamo_backend.register()
 
 
 def _apply_dynamo_rules() -> None:
@@ -111,6 +118,11 @@ def install() -> None:
     _npu._serve_attributes(_INDUCTOR_CODEGEN_NAMES, inductor_codegen)
     _npu._serve_attributes(_GRAPH_NAMES, _graph_attribute, public=True)
     install_torchair()
+    from npusim.compile import graph_steps
+
+    graph_steps.install()  # torch.compiler.npugraph_mark_step_begin, as torch_npu installs it
+    # backend="npu", as torch_npu registers it, once Dynamo's backend registry exists.
+    after_import(_BACKEND_REGISTRY_MODULE, _register_dynamo_backend)
     if _DEVICE_INTERFACE_MODULE in sys.modules:
         _register_device_interface()
     else:
