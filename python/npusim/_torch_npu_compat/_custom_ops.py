@@ -5,7 +5,7 @@ import (``_export_npu_ops``), and puts a stub at ``torch.<name>`` that tells the
 ``torch_npu.<name>`` instead. The operators themselves (schemas, npu and Meta kernels, autograd)
 are C++ in ``csrc/ops``, loaded with npusim. Two Python adapters keep torch_npu's calling
 conventions where the generated torch_npu bindings differ from ``torch.ops``:
-``npu_apply_adam_w`` / ``npu_apply_adam`` take ``out=(var, m, v)``.
+``npu_apply_adam_w`` / ``npu_apply_adam`` / ``npu_bert_apply_adam`` take ``out=(var, m, v)``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _with_out_tuple(name: str):
     return call
 
 
-_OUT_TUPLE_OPERATORS = ("npu_apply_adam_w", "npu_apply_adam")
+_OUT_TUPLE_OPERATORS = ("npu_apply_adam_w", "npu_apply_adam", "npu_bert_apply_adam")
 
 
 def _deprecated_torch_attribute(name: str):
