@@ -90,6 +90,9 @@ def _lazy_init() -> None:
                 "Cannot re-initialize NPU in forked subprocess. To use NPU with "
                 "multiprocessing, you must use the 'spawn' start method"
             )
+        from npusim.npu import _acl_init
+
+        _acl_init.check_acl_init_config()  # before aclInit, as torch_npu
         _C._init()
         _original_pid = os.getpid()
         # Queued calls may call _lazy_init() again; let this thread through, nobody else.
@@ -110,6 +113,7 @@ def _lazy_init() -> None:
                             f"NPU call was originally invoked at:\n\n{''.join(orig_traceback)}"
                         )
                         failure = (DeferredNpuCallError(msg + pta_error(ErrCode.INTERNAL)), e)
+            _acl_init.acl_op_init_mode()  # read once at start-up; warns on a bad value
             if failure is not None:
                 _initialized = True
                 raise failure[0] from failure[1]
