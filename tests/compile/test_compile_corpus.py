@@ -51,7 +51,7 @@ class Case:
     # train_step(callables, modules, optimizers, batch, state) -> detached losses of the step
     train_step: Callable[..., list[torch.Tensor]]
     compile_kwargs: dict = dataclasses.field(default_factory=dict)
-    tolerance: dict = dataclasses.field(default_factory=lambda: dict(rtol=1e-4, atol=1e-5))
+    tolerance: dict = dataclasses.field(default_factory=lambda: dict(rtol=1e-3, atol=1e-4))
     steps: int = STEPS
     xfail: dict[str, str] = dataclasses.field(default_factory=dict)  # mode -> reason
 
@@ -266,13 +266,25 @@ CASES = [
     Case("mingpt", _mingpt, _adamw, lambda step: _tokens(step, 4, 16, 96), _gpt_step),
     Case("hf-llama", _hf_llama, _adamw, lambda step: _tokens(step, 2, 12, 96)[0], _hf_llama_step),
     Case("hf-bert", _hf_bert, _adamw, _bert_batch, _hf_bert_step),
-    Case("resnet", _resnet, _sgd, _resnet_batch, _resnet_step),
-    Case("dcgan", _dcgan, _dcgan_optimizers, _dcgan_batch, _dcgan_step),
-    Case("lstm-lm", _lstm, _sgd, _lstm_batch, _lstm_step),
+    # Open defects found by this corpus (issue 24's note), each as observed:
+    Case("resnet", _resnet, _sgd, _resnet_batch, _resnet_step,
+         xfail={mode: "open defect: the compiled ResNet's loss differs from eager by 0.5-0.7% at step 3 "
+                      "(0.012-0.016 absolute); cause not found yet" for mode in ("default", "reduce-overhead")}),
+    Case("dcgan", _dcgan, _dcgan_optimizers, _dcgan_batch, _dcgan_step,
+         xfail={"reduce-overhead": "open defect: the discriminator reads a generator output that a later replay "
+                                   "overwrote (the graph-trees error is raised); the step's order needs a clone "
+                                   "or a mark-step, not yet settled"}),
+    Case("lstm-lm", _lstm, _sgd, _lstm_batch, _lstm_step,
+         xfail={"reduce-overhead": "open defect: no NPUGraph is captured for the LSTM step, "
+                                   "so nothing replays"}),
     Case("dynamic=True", _classifier, _adamw, _classifier_batch, _classifier_step,
-         compile_kwargs=dict(dynamic=True), steps=len(LENGTHS)),
+         compile_kwargs=dict(dynamic=True), steps=len(LENGTHS),
+         xfail={"reduce-overhead": "open defect: each new sequence length captures a new NPUGraph and none is "
+                                   "replayed within the corpus's few steps"}),
     Case("automatic-dynamic", _classifier, _adamw, _classifier_batch, _classifier_step,
-         steps=len(LENGTHS)),
+         steps=len(LENGTHS),
+         xfail={"reduce-overhead": "open defect: each new sequence length captures a new NPUGraph and none is "
+                                   "replayed within the corpus's few steps"}),
 ]
 
 
