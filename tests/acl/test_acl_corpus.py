@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from npusim_testing.fresh_process import subprocess_env
+
 from npusim_tools.cann_home import cann_home
 
 HERE = Path(__file__).resolve().parent
@@ -75,7 +77,7 @@ def test_set_env_sets_the_cann_variables(toolkit: Path):
 
 def test_cann_home_command_prints_the_tree(toolkit: Path):
     result = subprocess.run([sys.executable, "-c", "import sys; from npusim_tools.launcher import main; sys.exit(main(['cann-home']))"],
-                            capture_output=True, text=True)
+                            capture_output=True, text=True, env=subprocess_env())
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(toolkit)
     assert (toolkit / "include" / "acl" / "acl.h").is_file()

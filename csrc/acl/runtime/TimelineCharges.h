@@ -6,11 +6,12 @@
 
 #include <cstdint>
 
+#include "perf/CostModel.h"
 #include "runtime/Timeline.h"
 
 namespace npusim::acl {
 
-enum class Transfer { kHostToDevice, kDeviceToHost, kDeviceToDevice, kMemset };
+using perf::Transfer;
 
 // Charges one task of `bytes` on `stream` of `device` (the host pays the dispatch cost, unless
 // the device launches the task from an executed model), then makes the host wait for the stream

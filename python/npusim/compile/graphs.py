@@ -103,6 +103,14 @@ def active_capture() -> "NPUGraph | None":
     return _active
 
 
+def _record_launch(name: str, replay: Callable[[], None], arguments: tuple) -> None:
+    """The recorder a capture registers with :mod:`.kernel_launch`: a compiled kernel launched
+    on the capturing stream joins the graph."""
+    capture = _active
+    if capture is not None and is_current_stream_capturing():
+        capture._record_kernel(name, replay, arguments)
+
+
 def graph_pool_handle() -> tuple[int, int]:
     r"""A memory pool id that several graphs can share (``NPUGraph.capture_begin(pool=...)``)."""
     return graph_pool.new_pool_handle()
@@ -321,7 +329,7 @@ class NPUGraph:
             _active = None
             raise
         self._mode = _CaptureMode(self)
-        kernel_launch.active_captures += 1
+        kernel_launch.set_capture_recorder(_record_launch)
         self._forbid_outside_calls()
         self._mode.__enter__()
 
@@ -347,7 +355,7 @@ class NPUGraph:
             mode.__exit__(None, None, None)
         finally:
             self._allow_outside_calls()
-            kernel_launch.active_captures -= 1
+            kernel_launch.set_capture_recorder(None)
             graph_pool.end_allocate_to_pool(self._device, self._pool)
             _active = None
 

@@ -14,7 +14,7 @@ import threading
 import traceback
 
 from npusim import _C
-from npusim._error_code import ErrCode, pta_error
+from npusim._error_code import ErrCode, pta_error, register_current_device_query
 
 __all__ = ["init", "is_initialized"]
 
@@ -47,6 +47,16 @@ def _runtime_initialized() -> bool:
     if probe is not None:
         return bool(probe()) and not _is_in_bad_fork()
     return is_initialized()
+
+
+def _current_device_if_initialized() -> int:
+    """The current NPU for the error-code suffix, -1 while the runtime is not up (never starts it)."""
+    if not _runtime_initialized():
+        return -1
+    return int(_C._get_device())
+
+
+register_current_device_query(_current_device_if_initialized)
 
 
 def _lazy_call(callable, **kwargs):

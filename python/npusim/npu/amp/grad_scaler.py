@@ -32,7 +32,7 @@ from torch.amp.grad_scaler import _refresh_per_optimizer_state
 
 from npusim._error_code import ErrCode, pta_error
 from npusim.npu.amp.common import amp_definitely_not_available
-from npusim.npu.amp.inf_nan_mode import clear_npu_overflow_flag, get_npu_overflow_flag, is_support_inf_nan
+from npusim.npu.inf_nan_mode import clear_npu_overflow_flag, get_npu_overflow_flag, is_support_inf_nan
 
 __all__ = ["GradScaler"]
 
