@@ -2,7 +2,10 @@
 // npu_fusion_attention_grad fused kernels (the training FlashAttention: layouts BSH, SBH, BSND,
 // BNSD; sparse modes 0-6; GQA; pse; attention masks), their results placed in the program's
 // outputs. Dropout is refused: its mask (dropMaskOptional, made by a separate CANN operator)
-// is a bit stream npusim's kernel cannot consume, so keepProb must be 1.
+// is a bit stream npusim's kernel cannot consume, so keepProb must be 1. The V2 forms add
+// pseType: 1 is the first form's order (add pse, then scale); 0 without a pse is the same
+// computation; an external pse multiplied first (0) or a pse generated inside (2, 3, with
+// qStartIdx/kvStartIdx) is refused.
 #include <ATen/ATen.h>
 
 #include "acl/aclnn/DataTypes.h"
@@ -63,6 +66,16 @@ AttentionAttributes attributesOf(const aclIntArray* prefix, double scale, double
   a.scale = scale, a.keepProb = keepProb, a.preTokens = preTokens, a.nextTokens = nextTokens;
   a.headNum = headNum, a.innerPrecise = innerPrecise, a.sparseMode = sparseMode;
   return a;
+}
+
+// The V2 forms' pseType (and the positions of the pse generated for 2 and 3).
+void requirePseType(int64_t pseType, const aclTensor* pse, const aclIntArray* qStartIdx, const aclIntArray* kvStartIdx) {
+  requireValid(pseType >= 0 && pseType <= 3, "pseType should be 0, 1, 2 or 3, but got " + std::to_string(pseType));
+  requireValid(pseType == 1 || (pseType == 0 && pse == nullptr),
+               "pseType " + std::to_string(pseType) +
+                   ": npusim runs FlashAttentionScore with an external pse added before the scale (pseType 1) only");
+  requireLive(qStartIdx, "qStartIdxOptional");
+  requireLive(kvStartIdx, "kvStartIdxOptional");
 }
 
 c10::IValue optionalSlot(const LaunchTensors& t, size_t slot) {
@@ -291,6 +304,28 @@ aclnnStatus aclnnFlashAttentionScore(void* workspace, uint64_t workspaceSize, ac
   return npusim::aclnn::runOperator("aclnnFlashAttentionScore", workspace, workspaceSize, executor, stream);
 }
 
+aclnnStatus aclnnFlashAttentionScoreV2GetWorkspaceSize(
+    const aclTensor* query, const aclTensor* key, const aclTensor* value, const aclTensor* realShiftOptional,
+    const aclTensor* dropMaskOptional, const aclTensor* paddingMaskOptional, const aclTensor* attenMaskOptional,
+    const aclIntArray* prefixOptional, const aclIntArray* qStartIdxOptional, const aclIntArray* kvStartIdxOptional,
+    double scaleValue, double keepProb, int64_t preTokens, int64_t nextTokens, int64_t headNum, char* inputLayout,
+    int64_t innerPrecise, int64_t sparseMode, int64_t pseType, const aclTensor* softmaxMaxOut,
+    const aclTensor* softmaxSumOut, const aclTensor* softmaxOutOut, const aclTensor* attentionOutOut,
+    uint64_t* workspaceSize, aclOpExecutor** executor) {
+  return npusim::aclnn::prepareOperator("aclnnFlashAttentionScoreV2", workspaceSize, executor, [&](OperatorPlan& plan) {
+    npusim::aclnn::requirePseType(pseType, realShiftOptional, qStartIdxOptional, kvStartIdxOptional);
+    const auto attributes = npusim::aclnn::attributesOf(prefixOptional, scaleValue, keepProb, preTokens, nextTokens,
+                                                        headNum, inputLayout, innerPrecise, sparseMode);
+    npusim::aclnn::describeForward(plan, query, key, value, realShiftOptional, dropMaskOptional, paddingMaskOptional,
+                                   attenMaskOptional, attributes, softmaxMaxOut, softmaxSumOut, softmaxOutOut,
+                                   attentionOutOut);
+  });
+}
+aclnnStatus aclnnFlashAttentionScoreV2(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                       aclrtStream stream) {
+  return npusim::aclnn::runOperator("aclnnFlashAttentionScoreV2", workspace, workspaceSize, executor, stream);
+}
+
 aclnnStatus aclnnFlashAttentionScoreGradGetWorkspaceSize(
     const aclTensor* query, const aclTensor* keyIn, const aclTensor* value, const aclTensor* dy,
     const aclTensor* pseShiftOptional, const aclTensor* dropMaskOptional, const aclTensor* paddingMaskOptional,
@@ -310,6 +345,29 @@ aclnnStatus aclnnFlashAttentionScoreGradGetWorkspaceSize(
 aclnnStatus aclnnFlashAttentionScoreGrad(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
                                          aclrtStream stream) {
   return npusim::aclnn::runOperator("aclnnFlashAttentionScoreGrad", workspace, workspaceSize, executor, stream);
+}
+
+aclnnStatus aclnnFlashAttentionScoreGradV2GetWorkspaceSize(
+    const aclTensor* query, const aclTensor* keyIn, const aclTensor* value, const aclTensor* dy,
+    const aclTensor* pseShiftOptional, const aclTensor* dropMaskOptional, const aclTensor* paddingMaskOptional,
+    const aclTensor* attenMaskOptional, const aclTensor* softmaxMaxOptional, const aclTensor* softmaxSumOptional,
+    const aclTensor* softmaxInOptional, const aclTensor* attentionInOptional, const aclIntArray* prefixOptional,
+    const aclIntArray* qStartIdxOptional, const aclIntArray* kvStartIdxOptional, double scaleValue, double keepProb,
+    int64_t preTokens, int64_t nextTokens, int64_t headNum, char* inputLayout, int64_t innerPrecise,
+    int64_t sparseMode, int64_t pseType, const aclTensor* dqOut, const aclTensor* dkOut, const aclTensor* dvOut,
+    const aclTensor* dpseOut, uint64_t* workspaceSize, aclOpExecutor** executor) {
+  return npusim::aclnn::prepareOperator("aclnnFlashAttentionScoreGradV2", workspaceSize, executor, [&](OperatorPlan& plan) {
+    npusim::aclnn::requirePseType(pseType, pseShiftOptional, qStartIdxOptional, kvStartIdxOptional);
+    const auto attributes = npusim::aclnn::attributesOf(prefixOptional, scaleValue, keepProb, preTokens, nextTokens,
+                                                        headNum, inputLayout, innerPrecise, sparseMode);
+    npusim::aclnn::describeBackward(plan, query, keyIn, value, dy, pseShiftOptional, dropMaskOptional,
+                                    paddingMaskOptional, attenMaskOptional, softmaxMaxOptional, softmaxSumOptional,
+                                    softmaxInOptional, attentionInOptional, attributes, dqOut, dkOut, dvOut, dpseOut);
+  });
+}
+aclnnStatus aclnnFlashAttentionScoreGradV2(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                           aclrtStream stream) {
+  return npusim::aclnn::runOperator("aclnnFlashAttentionScoreGradV2", workspace, workspaceSize, executor, stream);
 }
 
 }  // extern "C"

@@ -1,4 +1,4 @@
-/* aclnn FlashAttentionScore and FlashAttentionScoreGrad (BNSD, causal attention mask, GQA-free)
+/* aclnn FlashAttentionScore(V2) and FlashAttentionScoreGrad (BNSD, causal attention mask)
  * against a naive attention computed here: the output, the softmax statistics' shapes, and the
  * gradients of query, key and value; and the refusals (dropout, an unknown layout, nullptr). */
 #include "aclnn_support.h"
@@ -96,6 +96,20 @@ int main(void) {
         ExpectClose("FlashAttentionScoreGrad dq", dq.Read(), r.dq, 1e-3, 1e-5);
         ExpectClose("FlashAttentionScoreGrad dk", dk.Read(), r.dk, 1e-3, 1e-5);
         ExpectClose("FlashAttentionScoreGrad dv", dv.Read(), r.dv, 1e-3, 1e-5);
+
+        /* V2 with pseType 1 is the same computation; a pse generated inside (pseType 2) is refused. */
+        int64_t zero = 0;
+        aclIntArray *qStart = aclCreateIntArray(&zero, 1), *kvStart = aclCreateIntArray(&zero, 1);
+        DeviceTensor<float> out2(shape, ACL_FLOAT);
+        RUN_ACLNN(aclnnFlashAttentionScoreV2, stream, query.tensor, key.tensor, value.tensor, nullptr, nullptr, nullptr,
+                  attenMask.tensor, nullptr, qStart, kvStart, scale, 1.0, 65536, 0, N, layout, 0, 0, 1,
+                  softmaxMax.tensor, softmaxSum.tensor, nullptr, out2.tensor);
+        ExpectClose("FlashAttentionScoreV2", out2.Read(), out.Read(), 0, 0);
+        EXPECT_PHASE_ONE(ACLNN_ERR_PARAM_INVALID, aclnnFlashAttentionScoreV2, query.tensor, key.tensor, value.tensor,
+                         nullptr, nullptr, nullptr, attenMask.tensor, nullptr, qStart, kvStart, scale, 1.0, 65536, 0, N,
+                         layout, 0, 0, 2, softmaxMax.tensor, softmaxSum.tensor, nullptr, out2.tensor);
+        aclDestroyIntArray(qStart);
+        aclDestroyIntArray(kvStart);
 
         /* Refusals: dropout, TND (the VarLen API's), no layout, no output, a wrong statistics shape. */
         EXPECT_PHASE_ONE(ACLNN_ERR_PARAM_INVALID, aclnnFlashAttentionScore, query.tensor, key.tensor, value.tensor,
