@@ -93,7 +93,15 @@ SUBSET = [
 # The sweep's three defects (conjugate/negative views recursing in _copy_from, _efficientzerotensor
 # without the ZeroTensor key, CompositeImplicitAutograd decompositions next to CPU kernels) are fixed,
 # and their operators (sgn, mish, fft.hfft, linalg.eig) are regular members of the subset now.
-KNOWN_FAILURES: dict[str, str] = {}
+KNOWN_FAILURES: dict[str, str] = {
+    # Since the fused SDPA on npu returns its gradients in the layouts of PyTorch's Meta functions
+    # (so that compiled training passes Inductor's stride asserts, issue 24), 2 of its 24 samples
+    # (causal, L != S) give query gradients contiguous where the CPU's math path gives them
+    # transposed (strides (96, 24, 8, 1) against (96, 8, 32, 1)). Which layout torch_npu's fused
+    # kernel returns there is to be checked; until then this is a known difference.
+    "nn.functional.scaled_dot_product_attention": "query-gradient strides of the fused kernel differ from "
+                                                  "the CPU math path in 2 of 24 samples (issue 24's note)",
+}
 
 _REPORTS: dict[str, conformance.OpReport] = {}
 _OPS = {op.full_name: op for op in conformance.op_db if op.full_name in SUBSET}  # exact names, no variants
