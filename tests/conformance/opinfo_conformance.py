@@ -47,16 +47,27 @@ except ImportError:
     sys.path.insert(0, str(REPOSITORY / "python"))
     import npusim  # noqa: F401
 
+import contextlib
+
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
 DEVICE = "npu"
 
-# The CPU has no HF32, and torch_npu's default (torch.npu.conv.allow_hf32 = True) rounds the fp32
-# operands of convolutions as the chip does; the bit-for-bit comparison turns that off, as
-# PyTorch's own CUDA tests turn TF32 off.
-torch.npu.conv.allow_hf32 = False
+
+@contextlib.contextmanager
+def _without_hf32():
+    """The CPU has no HF32, and torch_npu's default (torch.npu.conv.allow_hf32 = True) rounds the
+    fp32 operands of convolutions as the chip does; the bit-for-bit comparison turns that off while
+    it checks an operator, as PyTorch's own CUDA tests turn TF32 off, and restores it after (at
+    import it would change the switch for every test collected with this module)."""
+    previous = torch.npu.conv.allow_hf32
+    torch.npu.conv.allow_hf32 = False
+    try:
+        yield
+    finally:
+        torch.npu.conv.allow_hf32 = previous
 
 # float32 is the reference floating dtype; the integer and bool dtypes are checked where the op
 # supports them. (float64/float16/complex inputs would multiply the runtime for little extra
@@ -664,6 +675,12 @@ def sample_plan(op: OpInfo, config: OpCheckConfig) -> Iterator[tuple[torch.dtype
 
 def check_op(op: OpInfo, config: OpCheckConfig | None = None, *, resume_after: int = -1,
              on_event: Callable[[dict], None] | None = None) -> OpReport:
+    with _without_hf32():
+        return _check_op(op, config, resume_after=resume_after, on_event=on_event)
+
+
+def _check_op(op: OpInfo, config: OpCheckConfig | None = None, *, resume_after: int = -1,
+              on_event: Callable[[dict], None] | None = None) -> OpReport:
     """Compare the samples of ``op`` on CPU and npu (forward for each dtype; float32 grads).
 
     ``resume_after``: skip the samples numbered up to this one (a supervisor restarting after a

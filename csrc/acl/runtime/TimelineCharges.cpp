@@ -14,14 +14,23 @@ const perf::CostModel& costModel() {
 }  // namespace
 
 void chargeTransfer(int device, runtime::StreamId stream, uint64_t bytes, Transfer kind, bool pinnedHost,
-                    bool hostWaits) {
+                    bool hostWaits, bool launchedByDevice) {
   runtime::Runtime& rt = runtime::Runtime::instance();
   const perf::CostModel& model = costModel();
   const runtime::SimTimeNs deviceNs = model.transfer(kind, bytes, pinnedHost).deviceNs;
   runtime::DeviceTimeline& timeline = rt.timeline(device);
-  rt.hostClock().advance(model.hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kDataMovement));
+  if (!launchedByDevice) {
+    rt.hostClock().advance(model.hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kDataMovement));
+  }
   timeline.submit(stream, deviceNs);
   if (hostWaits || rt.launchBlocking()) timeline.synchronizeStream(stream);
+}
+
+void chargeModelLaunch(int device, runtime::StreamId stream) {
+  runtime::Runtime& rt = runtime::Runtime::instance();
+  rt.hostClock().advance(costModel().hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kOther));
+  rt.timeline(device).submit(stream, 0);
+  if (rt.launchBlocking()) rt.timeline(device).synchronizeStream(stream);
 }
 
 void chargeHostTask() {

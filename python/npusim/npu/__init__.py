@@ -39,6 +39,11 @@ from npusim.npu._lazy import (
     is_initialized,
 )
 from npusim.npu import devices as _devices
+from npusim.npu import _acl_init
+from npusim.npu._lazy import register_initialization_steps as _register_initialization_steps
+
+# TORCH_ACL_INIT_CONFIG_PATH is checked before aclInit; ACL_OP_INIT_MODE is read once it ran.
+_register_initialization_steps(before_start=_acl_init.check_acl_init_config, after_start=_acl_init.acl_op_init_mode)
 from npusim.npu import memory as _memory
 from npusim.npu import random as _random
 from npusim.npu import streams as _streams

@@ -138,4 +138,13 @@ def empty_with_swapped_memory(size: Any, *, dtype: torch.dtype | None = None, de
 
     index = _get_device_index(device if device is not None else torch.device("npu"), optional=True)
     host = torch.empty(tuple(size), dtype=dtype, pin_memory=True)
-    return _C._npu_tensor_over_host_memory(host, index)
+    tensor = _C._npu_tensor_over_host_memory(host, index)
+    if torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory:
+        # As every empty factory in deterministic mode: NaN, or the largest value of the dtype.
+        if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
+            tensor.fill_(float("nan"))
+        elif tensor.dtype == torch.bool:
+            tensor.fill_(True)
+        else:
+            tensor.fill_(torch.iinfo(tensor.dtype).max)
+    return tensor

@@ -2,7 +2,7 @@
 ``is_bf16_supported``).
 
 The cast policies themselves are registered in C++ on the ``AutocastPrivateUse1`` key
-(``csrc/backend/Autocast.cpp``); these functions read and set the thread's autocast state for
+(``csrc/backend/numerics/Autocast.cpp``); these functions read and set the thread's autocast state for
 ``npu`` and say which dtypes the simulated chip supports.
 """
 

@@ -2,7 +2,7 @@
 shows them: ``is_support_inf_nan``, ``get_npu_overflow_flag``, ``clear_npu_overflow_flag`` and
 ``npu_check_overflow``.
 
-The mode is decided once per process in C++ (``csrc/backend/InfNanMode.cpp``) from the chip
+The mode is decided once per process in C++ (``csrc/backend/numerics/InfNanMode.cpp``) from the chip
 (``NPUSIM_SOC``), ``INF_NAN_MODE_ENABLE`` and ``INF_NAN_MODE_FORCE_DISABLE``:
 
 - A2/A3 chips (the default Ascend910B2): INF_NAN mode, IEEE 754 results. ``INF_NAN_MODE_FORCE_DISABLE=1``

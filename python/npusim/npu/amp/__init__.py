@@ -1,7 +1,7 @@
 """``torch.npu.amp``: automatic mixed precision on the simulated NPU, as in torch_npu.
 
 The autocast cast lists are registered in C++ on the ``AutocastPrivateUse1`` key
-(``csrc/backend/Autocast.cpp``); these classes bind PyTorch's device-generic autocast and gradient
+(``csrc/backend/numerics/Autocast.cpp``); these classes bind PyTorch's device-generic autocast and gradient
 scaler to the ``npu`` device. The device functions they use sit in the device module below:
 :mod:`npusim.npu.autocast_utils` (the autocast state of ``torch.npu``) and
 :mod:`npusim.npu.inf_nan_mode` (the INF_NAN / saturation mode).

@@ -2,7 +2,7 @@
 gradient scaler on ``npu``, with what torch_npu's own scaler adds.
 
 ``torch.amp.GradScaler("npu")`` needs nothing from npusim beyond the two ``_amp_*`` kernels: the
-non-finite check and unscale (``csrc/backend/InfNanMode.cpp``, torch_npu's semantics, including
+non-finite check and unscale (``csrc/backend/numerics/InfNanMode.cpp``, torch_npu's semantics, including
 the once-per-process warning ``Non finite check and unscale on NPU device!``) and the scale update
 (PyTorch's CPU kernel on device memory). This subclass behaves as torch_npu's
 ``torch_npu.npu.amp.GradScaler``:
