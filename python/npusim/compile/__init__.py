@@ -35,10 +35,13 @@ def _register_device_interface() -> None:
     after_import("torch._inductor.compile_fx", npu_graph_trees.install)
 
 
-def _register_dynamo_backend() -> None:
-    from npusim.compile import dynamo_backend
+def _register_dynamo_backends() -> None:
+    """torch_npu's backend names: "npu" (TorchAir's default) and "npugraphs" (NPUGraph capture
+    of the AOT graphs, as "cudagraphs")."""
+    from npusim.compile import dynamo_backend, npugraphs_backend
 
     dynamo_backend.register()
+    npugraphs_backend.register()
 
 
 def _apply_dynamo_rules() -> None:
@@ -121,8 +124,9 @@ def install() -> None:
     from npusim.compile import graph_steps
 
     graph_steps.install()  # torch.compiler.npugraph_mark_step_begin, as torch_npu installs it
-    # backend="npu", as torch_npu registers it, once Dynamo's backend registry exists.
-    after_import(_BACKEND_REGISTRY_MODULE, _register_dynamo_backend)
+    # backend="npu" and "npugraphs", as torch_npu registers them, once Dynamo's backend
+    # registry exists.
+    after_import(_BACKEND_REGISTRY_MODULE, _register_dynamo_backends)
     if _DEVICE_INTERFACE_MODULE in sys.modules:
         _register_device_interface()
     else:

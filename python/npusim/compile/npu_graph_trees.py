@@ -183,6 +183,12 @@ def reset_generations() -> None:
     MarkStepBox.mark_step_counter = 0
 
 
+def ran_without_graph(device_index: int, mode: str) -> None:
+    """A compiled function of ``device_index`` ran without a graph (a backward that could not
+    be captured): its generation bookkeeping moves on as if a graph had run."""
+    _generations(device_index).ran(mode)
+
+
 def _is_npu(inputs: Sequence[Any]) -> bool:
     return any(isinstance(t, torch.Tensor) and t.device.type == "npu" for t in inputs)
 
