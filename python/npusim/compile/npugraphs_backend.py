@@ -74,7 +74,7 @@ def check_for_skip(graph_module: torch.fx.GraphModule, num_fixed: int) -> str | 
     return None
 
 
-def _device_index(graph_module: torch.fx.GraphModule) -> int:
+def device_index(graph_module: torch.fx.GraphModule) -> int:
     device = next(iter(_device_mapping(graph_module)))
     return device.index if device.index is not None else torch.npu.current_device()
 
@@ -96,7 +96,7 @@ def npugraphs(dynamo_model: torch.fx.GraphModule, dynamo_inputs: Sequence[Any]) 
         interpreter = boxed_nop(aot_model, aot_inputs)
         compiled = npu_graph_trees.npu_graphify(
             interpreter, range(fixed), tuple(sorted(find_input_mutations(aot_model.graph))),
-            device_index=_device_index(aot_model), mode=mode, stack_traces=get_stack_traces(aot_model))
+            device_index=device_index(aot_model), mode=mode, stack_traces=get_stack_traces(aot_model))
         compiled._boxed_call = True
         return compiled
 
@@ -107,7 +107,7 @@ def npugraphs(dynamo_model: torch.fx.GraphModule, dynamo_inputs: Sequence[Any]) 
             BoxedBool.disable(graphing)
             log_cudagraph_skip_and_bump_counter(f"skipping npugraphs due to {skip}")
             return boxed_nop(aot_model, aot_inputs)
-        forward_device[0] = _device_index(aot_model)
+        forward_device[0] = device_index(aot_model)
         mode = npu_graph_trees.INFERENCE if is_inference else npu_graph_trees.FORWARD
         return graphify(aot_model, aot_inputs, fixed, mode)
 
