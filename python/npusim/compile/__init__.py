@@ -26,10 +26,26 @@ _INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCode
 _GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing")
 
 
-def _register_device_interface() -> None:
-    from npusim.compile import device_interface, npu_graph_trees
+_registering_device_interface = False
 
-    device_interface.register()
+
+def _register_device_interface() -> None:
+    global _registering_device_interface
+    if _registering_device_interface:
+        # Importing the interface loads Dynamo, whose device registry fires this hook again
+        # while the interface module is still executing; the outer call registers it.
+        return
+    _registering_device_interface = True
+    try:
+        # Dynamo first, whole: the interface module builds on it, and Dynamo's own loading runs
+        # the registrations waiting for it (the tracing rules read the interface).
+        import torch._dynamo  # noqa: F401
+
+        from npusim.compile import device_interface, npu_graph_trees
+
+        device_interface.register()
+    finally:
+        _registering_device_interface = False
     # reduce-overhead on npu: Inductor's graph wrapping, once Inductor's compile path has loaded
     # (Dynamo loads its device registry from inside Inductor's own imports).
     after_import("torch._inductor.compile_fx", npu_graph_trees.install)
