@@ -20,14 +20,7 @@ ADVICE = re.escape("To prevent overwriting, clone the tensor outside of torch.co
                    "torch.compiler.npugraph_mark_step_begin() before each model invocation.")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_graphs():
-    torch._dynamo.reset()
-    npu_graph_trees.reset_generations()
-    npu_graph_trees.reset_stats()
-    yield
-    torch._dynamo.reset()
-    npu_graph_trees.reset_generations()
+pytestmark = pytest.mark.usefixtures("fresh_npu_graphs")
 
 
 def _step(x, w):

@@ -14,14 +14,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from npusim.compile import npu_graph_trees
 
 
-@pytest.fixture(autouse=True)
-def _fresh_graphs():
-    torch._dynamo.reset()
-    npu_graph_trees.reset_generations()
-    npu_graph_trees.reset_stats()
-    yield
-    torch._dynamo.reset()
-    npu_graph_trees.reset_generations()
+pytestmark = pytest.mark.usefixtures("fresh_npu_graphs")
 
 
 class _Add(torch.nn.Module):

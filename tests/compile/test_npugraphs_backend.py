@@ -16,14 +16,7 @@ from npusim_testing.fresh_process import run_python
 OVERWRITTEN = re.escape("Error: accessing tensor output of NPUGraphs that has been overwritten by a subsequent run.")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_graphs():
-    torch._dynamo.reset()
-    npu_graph_trees.reset_generations()
-    npu_graph_trees.reset_stats()
-    yield
-    torch._dynamo.reset()
-    npu_graph_trees.reset_generations()
+pytestmark = pytest.mark.usefixtures("fresh_npu_graphs")
 
 
 def _models():

@@ -152,10 +152,6 @@ def npugraph_ex_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any],
 
 def register() -> None:
     """Register ``"npugraph_ex"`` with Dynamo's backend registry; idempotent."""
-    from torch._dynamo.backends import registry
+    from npusim.compile.dynamo_backend import register_named
 
-    if registry._COMPILER_FNS.get(BACKEND_NAME) is npugraph_ex_backend:
-        return
-    registry._BACKENDS.pop(BACKEND_NAME, None)
-    registry._COMPILER_FNS.pop(BACKEND_NAME, None)
-    registry.register_backend(compiler_fn=npugraph_ex_backend, name=BACKEND_NAME)
+    register_named(BACKEND_NAME, npugraph_ex_backend)

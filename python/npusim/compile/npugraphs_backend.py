@@ -161,10 +161,6 @@ npugraphs_backend = NpugraphsBackend()
 
 def register() -> None:
     """Register ``"npugraphs"`` with Dynamo's backend registry; idempotent."""
-    from torch._dynamo.backends import registry
+    from npusim.compile.dynamo_backend import register_named
 
-    if registry._COMPILER_FNS.get(BACKEND_NAME) is npugraphs_backend:
-        return
-    registry._BACKENDS.pop(BACKEND_NAME, None)
-    registry._COMPILER_FNS.pop(BACKEND_NAME, None)
-    registry.register_backend(compiler_fn=npugraphs_backend, name=BACKEND_NAME)
+    register_named(BACKEND_NAME, npugraphs_backend)
