@@ -38,7 +38,7 @@ How a step is estimated (all in ``npusim.estimate()``: shapes and device memory,
    backward where ``--overlap-grad-reduce`` says so and the next forward with
    ``--overlap-param-gather``; the optimizer step runs on this rank's shard.
 
-    npusim run examples/megatron_estimate.py --model qwen2-7b-4k
+    npusim run examples/megatron_estimate.py [--model KEY] [--layers N]   (default: llama2-7b)
 """
 
 from __future__ import annotations
@@ -701,15 +701,23 @@ def main():
     from megatron_setups import SETUPS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", choices=sorted(SETUPS), default="llama2-7b")
+    parser.add_argument("--model", choices=sorted(SETUPS), default="llama2-7b",
+                        help="a published setup of examples/megatron_setups.py (default: MindSpeed-LLM's LLaMA-2-7B)")
+    parser.add_argument("--layers", type=int, default=None,
+                        help="override the layer count (a shallower model of the same width and parallelism)")
     args = parser.parse_args()
     s = SETUPS[args.model]
+    if args.layers is not None:
+        if args.layers < s.pp or args.layers % s.pp:
+            parser.error(f"--layers must be a positive multiple of the pipeline size {s.pp}")
+        s = dataclasses.replace(s, layers=args.layers, recompute_layers=min(s.recompute_layers, args.layers))
     started = time.perf_counter()
     r = estimate(s)
     from npusim import _C
 
-    print(f"{s.name} pretraining as published ({s.source}): TP{s.tp} PP{s.pp} DP{s.dp}, sequence {s.seq}, "
-          f"micro-batch {s.micro_batch}, global batch {s.global_batch}; on an {_C._chip_info()['soc_name']}")
+    print(f"{s.name} pretraining as published ({s.source}): {s.layers} layers, TP{s.tp} PP{s.pp} DP{s.dp}, "
+          f"sequence {s.seq}, micro-batch {s.micro_batch}, global batch {s.global_batch}, {s.micro_batches} "
+          f"micro-batches per step; on an {_C._chip_info()['soc_name']}")
     print(f"  {describe(s, r)}")
     print(f"  step {r['step_s']:.2f} s -> {r['tokens_per_s_per_npu']:.0f} tokens/s per NPU "
           f"(published: {s.reference_tokens_per_s:.0f})")

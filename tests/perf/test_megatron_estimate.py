@@ -103,3 +103,54 @@ def test_moe_layer_prices_grouped_experts_and_the_dispatchers_host_syncs():
     report = _C._placement_report()
     assert "npu::npu_grouped_matmul" in report["operators"]
     assert report["operators"]["npu::npu_grouped_matmul"]["ai_core"] >= 4  # two forward, input and weight gradients
+
+
+def test_setups_carry_the_fused_flags_of_their_scripts():
+    """ModelLink's LLaMA-7B/13B scripts have no fused rotary / SwiGLU flags (Megatron's aten kernels run);
+    MindSpeed-LLM's mcore LLaMA-2-7B script turns all three fused kernels on."""
+    _, setups = _modules()
+    llama2 = setups.SETUPS["llama2-7b"]
+    assert llama2.fused_rmsnorm and llama2.fused_rotary and llama2.fused_swiglu
+    for key in ("llama-7b", "llama-13b"):
+        assert setups.SETUPS[key].fused_rmsnorm
+        assert not setups.SETUPS[key].fused_rotary and not setups.SETUPS[key].fused_swiglu
+
+
+def test_unfused_norm_rotary_and_swiglu_cost_more_than_the_fused_kernels():
+    estimator, _ = _modules()
+    unfused = _small(fused_rmsnorm=False, fused_rotary=False, fused_swiglu=False)
+    fused = dataclasses.replace(unfused, fused_rmsnorm=True, fused_rotary=True, fused_swiglu=True)
+    assert estimator.stage_times(unfused)["layer"] > estimator.stage_times(fused)["layer"]
+
+
+def test_unfused_layer_computes_what_the_fused_kernels_compute():
+    """The layer the estimate prices is a real layer: Megatron's aten RMSNorm, rotary and SwiGLU compute
+    what npu_rms_norm, npu_rotary_mul and npu_swiglu compute, on data."""
+    estimator, _ = _modules()
+    fused_setup = _small(width=64, heads=4, ffn=96, seq=16, micro_batch=2, fused_rmsnorm=True, fused_rotary=True,
+                         fused_swiglu=True)
+    unfused_setup = dataclasses.replace(fused_setup, fused_rmsnorm=False, fused_rotary=False, fused_swiglu=False)
+    torch.manual_seed(0)
+    fused = estimator.MegatronLayer(fused_setup).to("npu")
+    unfused = estimator.MegatronLayer(unfused_setup).to("npu")
+    unfused.load_state_dict(fused.state_dict())
+    x = torch.randn(16, 2, 64, device="npu")
+    angles = torch.randn(16, 1, 1, 8, device="npu")
+    cos, sin = torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
+    mask = torch.triu(torch.ones(16, 16, dtype=torch.bool, device="npu"), 1)
+    torch.testing.assert_close(unfused(x, cos, sin, mask).cpu(), fused(x, cos, sin, mask).cpu(), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_vocab_parallel_cross_entropy_matches_cross_entropy_and_its_gradient():
+    estimator, _ = _modules()
+    torch.manual_seed(0)
+    logits = torch.randn(2, 5, 11, device="npu", requires_grad=True)
+    target = torch.randint(0, 11, (2, 5), device="npu")
+    loss = estimator.VocabParallelCrossEntropy.apply(logits.float(), target).mean()
+    loss.backward()
+    reference_logits = logits.detach().cpu().requires_grad_()
+    reference = torch.nn.functional.cross_entropy(reference_logits.view(-1, 11), target.cpu().view(-1))
+    reference.backward()
+    torch.testing.assert_close(loss.detach().cpu(), reference.detach())
+    torch.testing.assert_close(logits.grad.cpu(), reference_logits.grad)
