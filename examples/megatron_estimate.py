@@ -112,6 +112,9 @@ class Setup:
     recompute_layers: int = 0                # --recompute-granularity full: layers recomputed per stage
     recompute_activation: bool = False       # --recompute-activation-function
     moe_grouped_gemm: bool = False           # --moe-grouped-gemm
+    # ModelLink's legacy (non-mcore) model with AscendSpeed's flash attention (scripts of early 2024): q, k, v
+    # transposed to [b, s] and back to SBH around npu_fusion_attention, the full S x S mask with sparse_mode 0.
+    legacy_attention: bool = False
 
     @property
     def dp(self) -> int:
@@ -248,10 +251,19 @@ class MegatronLayer(nn.Module):
         q, k, v = torch.split(qkv.view(seq, batch, self.g, (per_group + 2) * d), [per_group * d, d, d], dim=3)
         q = q.reshape(seq, batch, self.n, d)
         q, k = self._rotary(q, cos, sin), self._rotary(k, cos, sin)
-        # MindSpeed's SBH rearrange: views where the tensor is contiguous, a copy where it is not.
-        q, k, v = q.reshape(seq, batch, -1), k.reshape(seq, batch, -1), v.reshape(seq, batch, -1)
+        if s.legacy_attention:
+            # ModelLink's bundled legacy Megatron (megatron/model/transformer.py ParallelAttention.forward):
+            # q, k, v = [rearrange(x, 's b ... -> b s ...').contiguous() ...]; AscendSpeed's
+            # flash_self_attention_forward then rearranges 'b s h d -> s b (h d)' for its SBH call (a second
+            # copy); the output comes back as a view. Each copy's gradient is a copy in the backward.
+            q, k, v = (t.transpose(0, 1).contiguous() for t in (q, k, v))
+            q, k, v = (t.permute(1, 0, 2, 3).reshape(seq, batch, -1) for t in (q, k, v))
+        else:
+            # MindSpeed's SBH rearrange: views where the tensor is contiguous, a copy where it is not.
+            q, k, v = q.reshape(seq, batch, -1), k.reshape(seq, batch, -1), v.reshape(seq, batch, -1)
         window = s.sliding_window if s.sliding_window and seq > s.sliding_window else 0
-        sparse_mode = 4 if seq > COMPRESSED_MASK else 0
+        # AscendSpeed's legacy attention always passes the full S x S causal mask with sparse_mode 0.
+        sparse_mode = 4 if seq > COMPRESSED_MASK and not s.legacy_attention else 0
         return torch_npu.npu_fusion_attention(q, k, v, self.n, "SBH", atten_mask=mask, scale=d ** -0.5,
                                               pre_tockens=window or PRE_TOCKENS, next_tockens=NEXT_TOCKENS,
                                               sparse_mode=sparse_mode)[0]
@@ -402,7 +414,7 @@ def _rope_and_mask(s: Setup):
     seq = s.seq
     cos = torch.empty(seq, 1, 1, s.head_size)
     sin = torch.empty(seq, 1, 1, s.head_size)
-    size = COMPRESSED_MASK if seq > COMPRESSED_MASK else seq
+    size = COMPRESSED_MASK if seq > COMPRESSED_MASK and not s.legacy_attention else seq
     mask = torch.triu(torch.ones(size, size, dtype=torch.bool), 1)
     return cos, sin, mask
 
