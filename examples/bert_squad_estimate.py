@@ -29,6 +29,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import npusim
+from megatron_estimate import chip_argument, select_chip  # examples/, beside this script
 
 REPO = "xiaobingling93-pixel/Ascend-ModelZoo-PyTorch (mirror of Ascend/ModelZoo-PyTorch)"
 COMMIT = "ac656f010f8b8a339d42b7b60d6ecde043e736ff"
@@ -172,14 +173,15 @@ def step_seconds(s: BertSetup) -> dict[str, float]:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=sorted(SETUPS), default="bert-base")
+    chip_argument(parser)
     args = parser.parse_args()
+    chip = select_chip(args.chip)
     s = SETUPS[args.model]
     started = time.perf_counter()
     r = step_seconds(s)
-    from npusim import _C
 
     print(f"{s.name} fine-tuning as ModelZoo runs it ({s.source}): batch {s.batch} per NPU, sequence {s.seq}, "
-          f"8 NPUs; on an {_C._chip_info()['soc_name']}")
+          f"8 NPUs; on an {chip}")
     print(f"  forward + backward {r['compute_s'] * 1e3:.1f} ms, gradient all-reduce {r['allreduce_s'] * 1e3:.1f} ms, "
           f"optimizer {r['optimizer_s'] * 1e3:.1f} ms -> {r['sequences_per_s_per_npu']:.0f} sequences/s per NPU "
           f"(published: {s.reference_sequences_per_s:.0f})")

@@ -54,6 +54,14 @@ import torch.nn.functional as F
 
 import npusim
 
+# The NPU the published end-to-end figures were measured on. They name only the server, "Atlas 900 A2 PoDc",
+# which ships with a 313 T (20 AI cores, npusim's Ascend910B3) or a 376 T (24 cores, Ascend910B2) NPU; the 29
+# rows of bench/validate_performance.py decide it: on the 20-core part their median error is 7%, on the
+# 24-core part every family is 11-32% too fast (the 24/20 core ratio in the compute-bound work). npusim's own
+# default stays the Ascend910B2 (the chip its kernel references were measured on); the estimate scripts
+# simulate this one unless NPUSIM_SOC or --chip names another.
+PUBLISHED_NPU = "Ascend910B3"
+
 # FlashAttention's compressed causal mask (MindSpeed-LLM FA_COMPRESSED_MASK_LEN): above this many
 # tokens the band mode 4 with the 2048x2048 mask, at or below it sparse_mode 0 with the full mask.
 COMPRESSED_MASK = 2048
@@ -702,6 +710,28 @@ def estimate(s: Setup) -> dict[str, float]:
     }
 
 
+def select_chip(requested: str | None) -> str:
+    """Simulate `requested`, else NPUSIM_SOC's chip, else PUBLISHED_NPU; called before the device is first used
+    (the chip is fixed at the first use)."""
+    import os
+
+    from npusim import _C
+
+    wanted = requested or os.environ.get("NPUSIM_SOC") or PUBLISHED_NPU
+    os.environ["NPUSIM_SOC"] = wanted
+    chip = str(_C._chip_info()["soc_name"])
+    if chip != wanted:
+        raise SystemExit(f"the simulated NPU was already fixed as {chip} before this script could choose {wanted}; "
+                         f"start it with NPUSIM_SOC={wanted}")
+    return chip
+
+
+def chip_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chip", default=None,
+                        help=f"the NPU to simulate (default: NPUSIM_SOC if set, else {PUBLISHED_NPU}, the Atlas 900 "
+                             "A2 PoDc NPU the published figures were measured on)")
+
+
 def describe(s: Setup, r: dict) -> str:
     return (f"layer {r['layer_s'] * 1e3:.1f} ms + TP/EP exposed {r['tp_comm_s'] * 1e3:.1f} ms, stages "
             f"{r['first_stage_s'] * 1e3:.0f}/{r['last_stage_s'] * 1e3:.0f} ms x ({s.micro_batches} + {s.pp} - 1), "
@@ -717,7 +747,9 @@ def main():
                         help="a published setup of examples/megatron_setups.py (default: MindSpeed-LLM's LLaMA-2-7B)")
     parser.add_argument("--layers", type=int, default=None,
                         help="override the layer count (a shallower model of the same width and parallelism)")
+    chip_argument(parser)
     args = parser.parse_args()
+    chip = select_chip(args.chip)
     s = SETUPS[args.model]
     if args.layers is not None:
         if args.layers < s.pp or args.layers % s.pp:
@@ -725,11 +757,9 @@ def main():
         s = dataclasses.replace(s, layers=args.layers, recompute_layers=min(s.recompute_layers, args.layers))
     started = time.perf_counter()
     r = estimate(s)
-    from npusim import _C
-
     print(f"{s.name} pretraining as published ({s.source}): {s.layers} layers, TP{s.tp} PP{s.pp} DP{s.dp}, "
           f"sequence {s.seq}, micro-batch {s.micro_batch}, global batch {s.global_batch}, {s.micro_batches} "
-          f"micro-batches per step; on an {_C._chip_info()['soc_name']}")
+          f"micro-batches per step; on an {chip}")
     print(f"  {describe(s, r)}")
     print(f"  step {r['step_s']:.2f} s -> {r['tokens_per_s_per_npu']:.0f} tokens/s per NPU "
           f"(published: {s.reference_tokens_per_s:.0f})")
