@@ -164,7 +164,7 @@ def end_to_end_rows() -> list[dict]:
 
     rows = []
     for s in megatron_setups.SETUPS.values():
-        flags = " ".join(f for f, on in (("SP", s.sp), ("MC2", s.mc2 and s.sp), ("dist-opt", s.distributed_optimizer),
+        flags = " ".join(f for f, on in (("SP", s.sp), ("MC2", s.mc2_active), ("MC2 (off)", s.mc2 and s.sp and s.figure_without_mc2), ("dist-opt", s.distributed_optimizer),
                                          ("fp16", s.dtype == torch.float16)) if on)
         parallel = f"TP{s.tp} PP{s.pp}{f' EP{s.ep}' if s.ep > 1 else ''} DP{s.dp}"
         rows.append({"key": s.key, "family": s.family, "unit": "tok/s/NPU", "reference": s.reference_tokens_per_s,

@@ -123,6 +123,12 @@ class Setup:
     # ModelLink's legacy (non-mcore) model with AscendSpeed's flash attention (scripts of early 2024): q, k, v
     # transposed to [b, s] and back to SBH around npu_fusion_attention, the full S x S mask with sparse_mode 0.
     legacy_attention: bool = False
+    # ModelLink before the compressed mask (spring 2024): the full S x S causal mask with sparse_mode 0 (implied by
+    # legacy_attention).
+    full_mask: bool = False
+    # Evidence that the published figure's run had MC2 off although the script passes --use-mc2 (the code of that
+    # commit sets args.use_mc2 = False unless edited); the row says what the evidence is.
+    figure_without_mc2: bool = False
 
     @property
     def dp(self) -> int:
@@ -147,6 +153,16 @@ class Setup:
     @property
     def sp(self) -> bool:
         return self.sequence_parallel and self.tp > 1
+
+    @property
+    def mc2_active(self) -> bool:
+        """MC2's fused GEMM + collective kernels run (they need sequence parallelism)."""
+        return self.mc2 and self.sp and not self.figure_without_mc2
+
+    @property
+    def compressed_mask(self) -> bool:
+        """MindSpeed-LLM's 2048 x 2048 mask with sparse_mode 4 above 2048 tokens."""
+        return self.seq > COMPRESSED_MASK and not (self.legacy_attention or self.full_mask)
 
     @property
     def element(self) -> int:
@@ -270,8 +286,8 @@ class MegatronLayer(nn.Module):
             # MindSpeed's SBH rearrange: views where the tensor is contiguous, a copy where it is not.
             q, k, v = q.reshape(seq, batch, -1), k.reshape(seq, batch, -1), v.reshape(seq, batch, -1)
         window = s.sliding_window if s.sliding_window and seq > s.sliding_window else 0
-        # AscendSpeed's legacy attention always passes the full S x S causal mask with sparse_mode 0.
-        sparse_mode = 4 if seq > COMPRESSED_MASK and not s.legacy_attention else 0
+        # Before the compressed mask, the full S x S causal mask with sparse_mode 0.
+        sparse_mode = 4 if s.compressed_mask else 0
         return torch_npu.npu_fusion_attention(q, k, v, self.n, "SBH", atten_mask=mask, scale=d ** -0.5,
                                               pre_tockens=window or PRE_TOCKENS, next_tockens=NEXT_TOCKENS,
                                               sparse_mode=sparse_mode)[0]
@@ -422,7 +438,7 @@ def _rope_and_mask(s: Setup):
     seq = s.seq
     cos = torch.empty(seq, 1, 1, s.head_size)
     sin = torch.empty(seq, 1, 1, s.head_size)
-    size = COMPRESSED_MASK if seq > COMPRESSED_MASK and not s.legacy_attention else seq
+    size = COMPRESSED_MASK if s.compressed_mask else seq
     mask = torch.triu(torch.ones(size, size, dtype=torch.bool), 1)
     return cos, sin, mask
 
@@ -597,7 +613,7 @@ def tensor_parallel_exposed_seconds(s: Setup, gemms: dict) -> float:
     gather = collective_seconds("allgather", full, s.tp)
     scatter = collective_seconds("reduce_scatter", full, s.tp)
     for column, row in (("qkv", "dense"), ("fc1", "fc2")):
-        if s.mc2:
+        if s.mc2_active:
             exposed += _exposed(gather, gemms[column][0]) + _exposed(scatter, gemms[row][0])
             exposed += _exposed(scatter, gemms[column][2]) + _exposed(gather, gemms[row][1])
         else:

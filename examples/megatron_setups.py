@@ -44,12 +44,27 @@ _ROWS = [
           layers=40, width=5120, heads=40, ffn=13824, vocab=32000, seq=4096, micro_batch=4, global_batch=512,
           tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, fused_rotary=True, fused_swiglu=True, mc2=True,
           gradient_accumulation_fusion=False),
+    # The commit that published 2400 (mcore, script with --use-mc2) replaced 2483, measured in April 2024 with the
+    # non-mcore script without --use-mc2 (the row below). Its code sets args.use_mc2 = False in
+    # validate_args_decorator (modellink/arguments.py) unless edited, and the figure says it ran so: with MC2 the
+    # step would be 16% faster than without (npusim), yet the mcore figure is 3% below the no-MC2 one, while the
+    # Qwen1.5 rows whose non-mcore scripts already had --use-mc2 rose 2-4% at their mcore commit a day later
+    # (Qwen1.5-7B 2862 -> 2951). Its 123.5 model TFLOPS per NPU equal Qwen-7B's without MC2 (122.5), against
+    # 141-145 for the TP8 MC2 rows of the same month (Qwen1.5-7B, Mistral-7B).
     Setup(key="llama3-8b", name="LLaMA-3-8B", family="LLaMA", reference_tokens_per_s=2400,
           source=_source("examples/mcore/llama3/pretrain_llama3_8b_ptd.sh",
                          "ec8b30496ce26c96014feff3c4f7ec966ab55830"),
           layers=32, width=4096, heads=32, kv_groups=8, ffn=14336, vocab=128256, seq=8192, micro_batch=2,
           global_batch=64, tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, fused_rotary=True,
-          fused_swiglu=True, mc2=True, gradient_accumulation_fusion=False),
+          fused_swiglu=True, mc2=True, gradient_accumulation_fusion=False, figure_without_mc2=True),
+    # The same model with the non-mcore script of April 2024 (README row "LLaMA3 8B 1x8 BF16 2483" introduced by
+    # a9f905b, still in the Atlas 900 A2 PODc table at 2b84f8f, the parent of ec8b304): no --use-mc2; ModelLink's
+    # own FlashAttention (modellink/model/transformer.py @ a9f905b) in SBH with the full S x S mask, sparse_mode 0.
+    Setup(key="llama3-8b-legacy", name="LLaMA-3-8B (non-mcore)", family="LLaMA", reference_tokens_per_s=2483,
+          source=_source("examples/llama3/pretrain_llama3_8b_ptd.sh", "a9f905b63faf18781525a1dc8209503a6908c59b"),
+          layers=32, width=4096, heads=32, kv_groups=8, ffn=14336, vocab=128256, seq=8192, micro_batch=2,
+          global_batch=64, tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, fused_rotary=True,
+          fused_swiglu=True, gradient_accumulation_fusion=False, full_mask=True),
     Setup(key="llama3.2-1b", name="LLaMA-3.2-1B", family="LLaMA", reference_tokens_per_s=15408,
           source=_source("examples/mcore/llama32/pretrain_llama32_1b_8k_ptd.sh",
                          "8f507775a993fc1e56e7abee13641b3ecad1e311"),
