@@ -154,3 +154,45 @@ def test_vocab_parallel_cross_entropy_matches_cross_entropy_and_its_gradient():
     reference.backward()
     torch.testing.assert_close(loss.detach().cpu(), reference.detach())
     torch.testing.assert_close(logits.grad.cpu(), reference_logits.grad)
+
+
+def test_legacy_attention_path_adds_its_transposes_and_keeps_the_causal_band():
+    """ModelLink's early-2024 path copies q, k, v to [b, s] and back to SBH (and their gradients): more time than
+    the mcore path with a micro-batch above one, while the full S x S mask with sparse_mode 0 prices the same
+    causal band as the compressed mask with sparse_mode 4."""
+    estimator, _ = _modules()
+    mcore = _small(seq=4096, micro_batch=2, global_batch=16)
+    legacy = dataclasses.replace(mcore, legacy_attention=True)
+    assert mcore.compressed_mask and not legacy.compressed_mask
+    assert estimator.stage_times(legacy)["layer"] > estimator.stage_times(mcore)["layer"]
+    full_mask = dataclasses.replace(mcore, full_mask=True)
+    assert estimator.stage_times(full_mask)["classes"]["layer"]["attention"] == pytest.approx(
+        estimator.stage_times(mcore)["classes"]["layer"]["attention"], rel=0.02)
+
+
+def test_a_figure_measured_without_mc2_is_priced_without_it():
+    estimator, setups = _modules()
+    row = setups.SETUPS["llama3-8b"]
+    assert row.mc2 and row.figure_without_mc2 and not row.mc2_active
+    tp8 = _small(tp=8, sequence_parallel=True, mc2=True, global_batch=16)
+    gemms = estimator.linear_gemm_seconds(tp8)
+    off = estimator.tensor_parallel_exposed_seconds(dataclasses.replace(tp8, figure_without_mc2=True), gemms)
+    assert off == pytest.approx(estimator.tensor_parallel_exposed_seconds(dataclasses.replace(tp8, mc2=False), gemms))
+    assert off > estimator.tensor_parallel_exposed_seconds(tp8, gemms)
+
+
+@pytest.mark.parametrize("environment, arguments, chip", [
+    ({}, [], "Ascend910B3"),  # the published figures' NPU
+    ({"NPUSIM_SOC": "Ascend910B2"}, [], "Ascend910B2"),
+    ({}, ["--chip", "Ascend910B2"], "Ascend910B2"),
+])
+def test_estimate_scripts_simulate_the_published_npu_unless_told(environment, arguments, chip):
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "NPUSIM_SOC"}
+    env.update(environment)
+    result = subprocess.run([sys.executable, str(EXAMPLES / "resnet50_estimate.py"), "--batch", "2", *arguments],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"on an {chip}," in result.stdout
