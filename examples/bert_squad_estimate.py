@@ -14,7 +14,10 @@ mean of two cross-entropies; ``loss.item()`` each step (the recipe logs it).
 Published (README of the recipe, "2024年12月31日更新的性能数据"): 8p-Atlas 900 A2 PoDc FP16, BERT-Base 3,032 and
 BERT-Large 1,077 sequences/s for 8 NPUs.
 
-    npusim run examples/bert_squad_estimate.py [--model base|large]
+The recipe names the server only (Atlas 900 A2 PoDc); the script simulates its 20-core NPU, the 910B3, unless
+``NPUSIM_SOC`` or ``--chip`` names another (megatron_estimate.PUBLISHED_NPU).
+
+    npusim run examples/bert_squad_estimate.py [--model bert-base|bert-large] [--chip Ascend910B2]
 """
 
 from __future__ import annotations

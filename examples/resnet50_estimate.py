@@ -13,10 +13,11 @@ step runs on the simulated chip after a warm-up step, between two events; the pi
 copied to the device (``non_blocking``) at the start of each step, as a DataLoader with
 ``pin_memory=True`` delivers it.
 
-The chip is npusim's (``NPUSIM_SOC``, the 910B2 by default); the PoDc's NPU is not named, and the
-server comes with a 376 TFLOPS (910B2) or a 313 TFLOPS (910B3) part.
+The PoDc's NPU is not named, and the server comes with a 376 TFLOPS (910B2) or a 313 TFLOPS (910B3) part;
+the published rows fit the 910B3, which this script simulates unless ``NPUSIM_SOC`` or ``--chip`` names
+another (megatron_estimate.PUBLISHED_NPU).
 
-    npusim run examples/resnet50_estimate.py [--batch 256]
+    npusim run examples/resnet50_estimate.py [--batch 256] [--chip Ascend910B2]
 """
 
 from __future__ import annotations
