@@ -66,8 +66,37 @@ at::Tensor graphOutputSource(const at::Tensor& tensor) {
   return at::Tensor(std::move(impl));
 }
 
+// Tensors over the same bytes that own nothing: what a captured graph keeps of the memory its
+// kernels use, so that its temporaries go back to the graph's pool when capture ends (as on the
+// chip, where a graph holds addresses, not allocations). The pool keeps its segments while the
+// graph uses it, so the bytes stay valid; a later capture into the same pool may reuse them.
+std::vector<at::Tensor> graphUnownedAliases(const std::vector<at::Tensor>& tensors) {
+  std::unordered_map<const c10::StorageImpl*, c10::Storage> aliases;
+  std::vector<at::Tensor> result;
+  result.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    if (!tensor.defined() || !tensor.has_storage()) {
+      result.push_back(tensor);
+      continue;
+    }
+    const c10::Storage& source = tensor.storage();
+    auto [entry, inserted] = aliases.try_emplace(source.unsafeGetStorageImpl());
+    if (inserted) {
+      c10::DataPtr bytes(source.mutable_data(), source.device());
+      entry->second = c10::Storage(c10::make_intrusive<c10::StorageImpl>(
+          c10::StorageImpl::use_byte_size_t(), source.sym_nbytes(), std::move(bytes), /*allocator=*/nullptr,
+          /*resizable=*/false));
+    }
+    auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(entry->second), tensor.key_set(), tensor.dtype());
+    impl->set_sizes_and_strides(tensor.sizes(), tensor.strides(), tensor.storage_offset());
+    result.emplace_back(std::move(impl));
+  }
+  return result;
+}
+
 TORCH_LIBRARY_FRAGMENT(npusim, m) {
   m.def("_graph_output_aliases(Tensor[] outputs) -> Tensor[]", &graphOutputAliases);
+  m.def("_graph_unowned_aliases(Tensor[] tensors) -> Tensor[]", &graphUnownedAliases);
   m.def("_graph_output_source(Tensor tensor) -> Tensor", &graphOutputSource);
 }
 
