@@ -5,6 +5,7 @@
 
 #include "backend/device/NpuErrors.h"
 #include "backend/layouts/SparseTensors.h"
+#include "backend/layouts/StorageRedirect.h"
 #include "runtime/Runtime.h"
 
 namespace py = pybind11;
@@ -34,6 +35,11 @@ void registerSurfaceBindings(py::module_& m) {
           bool sync = false;
           NPUSIM_TRANSLATE_ERRORS(sync = Runtime::instance().timeline(device).isSyncLaunch(stream));
           return sync;
+        }));
+  // torch_npu.npu_change_data_ptr: dst's storage uses src's memory from byte `offset` on.
+  m.def("_redirect_storage", torch::wrap_pybind_function([](const at::Tensor& dst, const at::Tensor& src,
+                                                             int64_t offset) {
+          NPUSIM_TRANSLATE_ERRORS(redirectStorage(dst, src, offset));
         }));
   // Whether the runtime has started (its device list and settings frozen).
   m.def("_runtime_started", []() { return Runtime::existing() != nullptr; });

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from npusim import _C
 from npusim._error_code import ErrCode, pta_error
 
 __all__ = [
@@ -162,17 +163,9 @@ def _storage_elements(shape: tuple[int, ...], fmt: Format, dtype: torch.dtype) -
     return batch * (-(-dims[-2] // 16) * 16) * (-(-dims[-1] // c0) * c0)
 
 
-# Tensors moved into another tensor's memory by npu_change_data_ptr keep the storage size they
-# had (torch_npu changes the data pointer of their storage, not its size); by id, while they live.
-_PART_SIZES: dict[int, int] = {}
-
-
 def get_storage_size(tensor: torch.Tensor) -> int:
     r"""Elements of the tensor's NPU storage (for a private format, with its padding)."""
     _check_npu(tensor, "get_storage_size")
-    part = _PART_SIZES.get(id(tensor))
-    if part is not None:
-        return part
     recorded = storage_format(tensor)
     if recorded is None:
         return tensor.untyped_storage().nbytes() // tensor.element_size()
@@ -274,21 +267,41 @@ def empty_with_format(
     return result
 
 
+_COMBINABLE_DTYPES = (torch.float16, torch.float32, torch.bfloat16)
+
+
 def npu_change_data_ptr(dst: torch.Tensor, src: torch.Tensor, index: int) -> int:
-    r"""Make ``dst`` use ``src``'s device memory from element ``index`` on (``npu_combine_tensors``)."""
+    r"""Make ``dst``'s storage use ``src``'s device memory from element ``index`` on
+    (``npu_combine_tensors``). ``dst`` keeps its storage size and shape; its former memory is
+    freed. As in torch_npu, ``index`` counts elements and the bounds check compares
+    ``index + bytes of dst's storage`` with the bytes of ``src``'s storage."""
     _check_npu(dst, "npu_change_data_ptr")
     _check_npu(src, "npu_change_data_ptr")
-    if dst.dtype != src.dtype:
-        raise RuntimeError("dst and src must have the same dtype" + pta_error(ErrCode.TYPE))
-    if index < 0 or index + dst.numel() > get_storage_size(src):
+    if index < 0:
+        raise RuntimeError(f"Expect offset(index) equal or greater than zero, got: {index}" + pta_error(ErrCode.VALUE))
+    if src.dtype != dst.dtype:
         raise RuntimeError(
-            f"index ({index}) + dst numel ({dst.numel()}) exceeds the storage of src ({get_storage_size(src)})"
-            + pta_error(ErrCode.VALUE)
+            f"Expect src and dst tensors having the same dtype, got: src with dtype {_scalar_type_name(src.dtype)}, "
+            f"dst with dtype {_scalar_type_name(dst.dtype)}" + pta_error(ErrCode.TYPE)
         )
-    size = get_storage_size(dst)
-    with torch.no_grad():
-        dst.set_(src.untyped_storage(), src.storage_offset() + index, dst.size(), dst.stride())
-    if id(dst) not in _PART_SIZES:
-        weakref.finalize(dst, _PART_SIZES.pop, id(dst), None)
-    _PART_SIZES[id(dst)] = size
+    if src.dtype not in _COMBINABLE_DTYPES:
+        raise RuntimeError(
+            "Only supports src and dst tensors with dtype float32, float16 or bfloat16, got: "
+            f"{_scalar_type_name(src.dtype)}" + pta_error(ErrCode.TYPE)
+        )
+    dst_size = get_storage_size(dst)
+    src_size = get_storage_size(src)
+    if index + dst_size * dst.element_size() > src_size * src.element_size():
+        raise RuntimeError(
+            f"Offsets overflow, got: offset(index) {index}, dst storage size {dst_size}, src storage size {src_size}"
+            + pta_error(ErrCode.PARAM)
+        )
+    _C._redirect_storage(dst, src, index * src.element_size())
     return 0
+
+
+def _scalar_type_name(dtype: torch.dtype) -> str:
+    """c10's ScalarType name of ``dtype`` (Float, Half, BFloat16), as torch_npu prints it."""
+    return {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float64: "Double",
+            torch.int32: "Int", torch.int64: "Long", torch.int8: "Char", torch.uint8: "Byte", torch.int16: "Short",
+            torch.bool: "Bool"}.get(dtype, str(dtype).removeprefix("torch."))
