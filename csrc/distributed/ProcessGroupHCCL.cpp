@@ -115,12 +115,13 @@ std::function<void()> averageAfter(std::vector<at::Tensor> aliases, bool average
   };
 }
 
-// The dtype the transport carries a tensor as. Gloo has no unsigned 16/32/64-bit types; HCCL
-// moves them (UINT16/32/64) in data-movement collectives and reductions refuse them before
-// they get here, so the same bits travel as the signed type of that width.
+// The dtype the transport carries a tensor as. Gloo has no unsigned 16/32/64-bit types (nor
+// int16); HCCL moves them (UINT16/32/64) in data-movement collectives and reductions refuse them
+// before they get here, so the same bits travel as a Gloo type of that width (bits are copied,
+// never computed on).
 c10::ScalarType transportType(c10::ScalarType type) {
   switch (type) {
-    case c10::ScalarType::UInt16: return c10::ScalarType::Short;
+    case c10::ScalarType::UInt16: return c10::ScalarType::Half;
     case c10::ScalarType::UInt32: return c10::ScalarType::Int;
     case c10::ScalarType::UInt64: return c10::ScalarType::Long;
     default: return type;
