@@ -26,6 +26,8 @@ void reportToProfiler(int device, void* ptr, int64_t delta) {
 
 template <int Device>
 void freeOnDevice(void* ptr) {
+  // A zero-size block has no address: freeing it is a no-op, as on the real allocator.
+  if (ptr == nullptr) return;
   try {
     // A forked child frees nothing: the parent's blocks are the parent's, and
     // the child's copy of them goes away with the child.

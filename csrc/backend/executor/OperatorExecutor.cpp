@@ -431,6 +431,8 @@ void runMetaKernel(const c10::OperatorHandle& op, const OperatorRecord& record, 
   }
 }
 
+}  // namespace
+
 void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   // First, before any lock of the backend: a forked child's npu tensors are its parent's.
   NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().checkNotForkedChild());
@@ -475,8 +477,6 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   if (placement.placement == runtime::Placement::kAiCore) call.touchOperands(*stack, firstReturn);
   if (saturationModeEnabled() && !call.meta()) call.saturateResults(*stack, firstReturn);
 }
-
-}  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&executeOnNpu>());

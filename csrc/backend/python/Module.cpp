@@ -315,7 +315,7 @@ PYBIND11_MODULE(_C, m) {
           return previous;
         }));
   m.def("_synchronize", torch::wrap_pybind_function([](int device) {
-          recordSyncPoint("torch.npu.synchronize()");
+          recordSyncPoint("torch.npu.synchronize()", /*explicitDeviceWait=*/true);
           py::gil_scoped_release release;
           NPUSIM_TRANSLATE_ERRORS(rt().synchronizeDevice(device));
         }));

@@ -4,6 +4,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/device/NpuErrors.h"
+#include "backend/families/FftPlanCache.h"
 #include "backend/layouts/SparseTensors.h"
 #include "backend/layouts/StorageRedirect.h"
 #include "runtime/Runtime.h"
@@ -40,6 +41,24 @@ void registerSurfaceBindings(py::module_& m) {
   m.def("_redirect_storage", torch::wrap_pybind_function([](const at::Tensor& dst, const at::Tensor& src,
                                                              int64_t offset) {
           NPUSIM_TRANSLATE_ERRORS(redirectStorage(dst, src, offset));
+        }));
+  // torch.npu.backends.fft_plan_cache (torch_npu's _npu_*_fft_plan_cache bindings).
+  m.def("_fft_plan_cache_size", []() { return fftPlanCacheSize(); });
+  m.def("_fft_plan_cache_max_size", []() { return fftPlanCacheCapacity(); });
+  m.def("_set_fft_plan_cache_max_size", torch::wrap_pybind_function([](int64_t size) {
+          setFftPlanCacheCapacity(size);
+        }));
+  m.def("_clear_fft_plan_cache", []() { clearFftPlanCache(); });
+  // torch_npu's Event.recorded_time(): waits for the event, then its simulated completion time
+  // in microseconds since the device started (aclrtEventGetTimestamp's unit).
+  m.def("_event_recorded_time_us", torch::wrap_pybind_function([](uintptr_t eventId) {
+          TORCH_CHECK(eventId != 0, "Event must be recorded before getting recorded timestamp.",
+                      errorSuffix(ErrorModule::kPta, ErrorKind::kInternalError));
+          const auto& event = *reinterpret_cast<const runtime::Event*>(eventId);
+          TORCH_CHECK(event.recorded, "Event must be recorded before getting recorded timestamp.",
+                      errorSuffix(ErrorModule::kPta, ErrorKind::kInternalError));
+          NPUSIM_TRANSLATE_ERRORS(Runtime::instance().timeline(event.device).synchronizeEvent(event));
+          return static_cast<uint64_t>(event.time / 1000);
         }));
   // Whether the runtime has started (its device list and settings frozen).
   m.def("_runtime_started", []() { return Runtime::existing() != nullptr; });

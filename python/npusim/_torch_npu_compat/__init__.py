@@ -26,7 +26,7 @@ from npusim.npu.formats import (  # noqa: E402,F401
     npu_format_cast_,
 )
 
-from npusim.npu.allocator_controls import empty_with_swapped_memory  # noqa: E402,F401
+from npusim.npu.allocator_controls import empty_with_swapped_memory, erase_stream  # noqa: E402,F401
 
 from . import _C, utils  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401  (torch_npu.profiler; torch_npu.npu.mstx below)
@@ -46,6 +46,7 @@ __all__ = [
     "get_storage_size",
     "npu_change_data_ptr",
     "empty_with_swapped_memory",
+    "erase_stream",
     "__version__",
 ]
 

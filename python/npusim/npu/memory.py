@@ -42,7 +42,14 @@ __all__ = [
     "host_empty_cache",
     "host_memory_stats",
     "host_memory_stats_as_nested_dict",
+    "get_allocator_backend",
 ]
+
+
+def get_allocator_backend() -> str:
+    r"""The allocator backend chosen by ``PYTORCH_NPU_ALLOC_CONF``: ``native``, the caching
+    allocator (the only one torch_npu has)."""
+    return "native"
 
 # The order of the per-pool lists that _C._memory_stats returns.
 _POOLS = ("all", "small_pool", "large_pool")

@@ -375,6 +375,11 @@ class Event(torch.Event):
         twin = getattr(end_event, "_twin", None)
         return super().elapsed_time(twin if isinstance(end_event, Event) and twin is not None else end_event)
 
+    def recorded_time(self) -> int:
+        r"""Wait for the event, then return when its work completed on the (simulated) device, in
+        microseconds since the device started."""
+        return int(_C._event_recorded_time_us(self.event_id))
+
     def synchronize(self) -> None:
         r"""Wait until all work captured by the event has completed."""
         if self._imported:

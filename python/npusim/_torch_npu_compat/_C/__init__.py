@@ -174,6 +174,11 @@ def _npu_is_bf16_supported() -> bool:
     return bool(torch.npu.is_bf16_supported())
 
 
+# torch_npu._C's child modules of the runtime API and the mstx markers (npusim's Python
+# bindings; torch.npu.npurt() returns the first).
+from npusim.npu.mstx import native as _mstx  # noqa: E402
+from npusim.npu.npurt import _MODULE as _npurt  # noqa: E402
+
 # The allocation of Inductor's generated wrappers, without the argument parser and the
 # dispatcher: (sizes, strides, dtype) -> an uninitialised npu tensor on the current device.
 _empty_strided_npu = _npusim_C._empty_strided_npu

@@ -1,5 +1,6 @@
 """``torch_npu.utils``: the helpers torch_npu exports there (tensor combination for fused
-optimisers, storage sizes, the CANN version, the environment report)."""
+optimisers, storage sizes, the CANN version, asynchronous checkpoint saving, the environment
+report)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from npusim.npu.formats import get_storage_size, npu_change_data_ptr
 from npusim.npu.versions import get_cann_version
 
 from . import collect_env  # noqa: F401
+from ._async_save import save_async
 
 __all__ = [
     "npu_combine_tensors",
@@ -17,6 +19,7 @@ __all__ = [
     "is_combined_tensor_valid",
     "get_storage_size",
     "get_cann_version",
+    "save_async",
 ]
 
 
