@@ -21,6 +21,7 @@
 #include "backend/device/NpuAllocator.h"
 #include "backend/device/NpuErrors.h"
 #include "backend/device/NpuGenerator.h"
+#include "backend/device/NpuTrace.h"
 #include "backend/device/TensorAliasing.h"
 #include "backend/executor/OperatorExecutor.h"
 #include "backend/layouts/SparseTensors.h"
@@ -455,7 +456,10 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   } else {
     roundMatmulOperandsForHf32(record.kind, *stack, first, argumentCount, record.writtenArguments);
     const ScopedOutputDevice outputs(call.device());
+    // The sanitizer's kernel mode hears of each kernel around its launch.
+    traceKernel(TraceKind::kAclStartExecution, record.name.c_str());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    traceKernel(TraceKind::kAclFinishExecution, record.name.c_str());
   }
   const size_t returnCount = schema.returns().size();
   const size_t firstReturn = stack->size() - returnCount;

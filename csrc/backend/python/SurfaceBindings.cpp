@@ -4,6 +4,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/device/NpuErrors.h"
+#include "backend/device/NpuTrace.h"
 #include "backend/families/FftPlanCache.h"
 #include "backend/layouts/SparseTensors.h"
 #include "backend/layouts/StorageRedirect.h"
@@ -12,6 +13,24 @@
 namespace py = pybind11;
 
 namespace npusim::backend {
+namespace {
+
+// The trace's sink: runs npusim.npu._npu_trace._fire(kind, first, second, name) under the GIL,
+// which runs the callbacks registered in torch_npu.utils._npu_trace. A callback's exception is
+// reported as unraisable (a trace event cannot fail the operation that caused it).
+void firePythonCallbacks(TraceKind kind, uintptr_t first, uintptr_t second, const char* name) {
+  if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+  py::gil_scoped_acquire gil;
+  try {
+    // Leaked on purpose: a py::object must not be destroyed after the interpreter is gone.
+    static auto* fire = new py::object(py::module_::import("npusim.npu._npu_trace").attr("_fire"));
+    (*fire)(static_cast<int>(kind), first, second, name != nullptr ? py::object(py::str(name)) : py::none());
+  } catch (py::error_already_set& error) {
+    error.discard_as_unraisable("npusim NPU trace callback");
+  }
+}
+
+}  // namespace
 
 void registerSurfaceBindings(py::module_& m) {
   using runtime::Runtime;
@@ -59,6 +78,12 @@ void registerSurfaceBindings(py::module_& m) {
                       errorSuffix(ErrorModule::kPta, ErrorKind::kInternalError));
           NPUSIM_TRANSLATE_ERRORS(Runtime::instance().timeline(event.device).synchronizeEvent(event));
           return static_cast<uint64_t>(event.time / 1000);
+        }));
+  // torch_npu._C._activate_npu_trace(mode): 0 streams, events and memory; 1 kernels.
+  m.def("_activate_npu_trace", torch::wrap_pybind_function([](int mode) {
+          TORCH_CHECK(mode == 0 || mode == 1, "npu trace mode must be 0 (stream) or 1 (kernel), got ", mode,
+                      errorSuffix(ErrorModule::kPta, ErrorKind::kInvalidValue));
+          activateTrace(static_cast<TraceMode>(mode), &firePythonCallbacks);
         }));
   // Whether the runtime has started (its device list and settings frozen).
   m.def("_runtime_started", []() { return Runtime::existing() != nullptr; });

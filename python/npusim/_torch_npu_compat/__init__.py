@@ -7,6 +7,7 @@ also as a program's first line (it imports torch, as the real package does).
 ``torch_npu.npu`` is the same module object as ``torch.npu``.
 """
 
+import os
 import sys
 
 _npusim_served = True  # npusim's own torch_npu (not a real one next to npusim)
@@ -50,6 +51,12 @@ __all__ = [
     "__version__",
 ]
 
+
+# TORCH_NPU_SANITIZER (set to anything) turns torch_npu's NPU sanitizer on at import.
+if "TORCH_NPU_SANITIZER" in os.environ:
+    from npusim.npu import _sanitizer
+
+    _sanitizer.enable_npu_sanitizer()
 
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
 from . import _custom_ops  # noqa: E402

@@ -108,12 +108,94 @@ def _as_format(acl_format: Any) -> Format:
         raise RuntimeError(f"Unsupported format: {acl_format}" + pta_error(ErrCode.PARAM)) from None
 
 
-def _record(tensor: torch.Tensor, fmt: Format) -> None:
+def _record(tensor: torch.Tensor, fmt: Format, shape: tuple[int, ...] | None = None) -> None:
     storage = tensor.untyped_storage()
     key = storage._cdata
     if key not in _RECORDED:
         weakref.finalize(storage, _RECORDED.pop, key, None)
-    _RECORDED[key] = (fmt, tuple(tensor.shape))
+    _RECORDED[key] = (fmt, tuple(tensor.shape) if shape is None else tuple(shape))
+
+
+def _copy_record(source: torch.Tensor, target: torch.Tensor) -> None:
+    """``target``'s storage takes the format record of ``source``'s (a copy of the storage)."""
+    recorded = storage_format(source)
+    if recorded is not None:
+        _record(target, recorded[0], recorded[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The format in torch.save / torch.load and deepcopy
+
+# torch_npu's names of the formats in a checkpoint (FormatHelper::GetFormatName, FORMAT_INFO).
+def _format_name(fmt: Format) -> str:
+    return fmt.name
+
+
+def _serialization_entries(tensor: torch.Tensor) -> list[str]:
+    """The keys torch_npu writes into an npu tensor's metadata (all set to True): the base sizes,
+    base strides and storage sizes of its storage, its origin (base) format and NPU format, as
+    ``name/value/.../``. torch.load restores the format from them."""
+    storage = tensor.untyped_storage()
+    if storage.data_ptr() == 0:
+        return []
+    fmt = get_npu_format(tensor)
+    recorded = storage_format(tensor)
+    base = tuple(recorded[1]) if recorded is not None else tuple(tensor.shape)
+    strides, step = [], 1
+    for size in reversed(base):
+        strides.insert(0, step)
+        step *= size
+
+    def vector(name: str, values) -> str:
+        return name + "".join(f"/{int(v)}" for v in values) + "/"
+
+    origin = _BASE_OF.get(fmt, fmt)
+    return [
+        vector("base_sizes_", base),
+        vector("base_strides_", strides),
+        vector("storage_sizes_", base),
+        f"origin_format_/{_format_name(origin)}",
+        f"npu_format_/{_format_name(fmt)}",
+    ]
+
+
+def _restore_serialized_format(tensor: torch.Tensor, keys: list[str]) -> None:
+    """torch.load: the loaded npu tensor takes the NPU format its metadata names."""
+    for key in keys:
+        if key.startswith("npu_format_/"):
+            name = key[len("npu_format_/"):]
+            if name in Format.__members__ and tensor.device.type == "npu":
+                requires_grad = tensor.requires_grad
+                if tensor.is_leaf and requires_grad:
+                    tensor.requires_grad_(False)  # the cast is an operator on a leaf
+                try:
+                    npu_format_cast_(tensor, Format[name])
+                finally:
+                    if tensor.is_leaf and requires_grad:
+                        tensor.requires_grad_(True)
+            return
+
+
+def _install_storage_deepcopy() -> None:
+    """``copy.deepcopy`` of an npu tensor keeps its storage format (torch_npu patches
+    TypedStorage._deepcopy so)."""
+    original = torch.storage.TypedStorage._deepcopy
+    if getattr(original, "_npusim_keeps_format", False):
+        return
+
+    def _deepcopy(self, memo):
+        copied = original(self, memo)
+        if self.device.type == "npu":
+            key = self._untyped_storage._cdata
+            if key in _RECORDED:
+                storage = copied._untyped_storage
+                if storage._cdata not in _RECORDED:
+                    weakref.finalize(storage, _RECORDED.pop, storage._cdata, None)
+                _RECORDED[storage._cdata] = _RECORDED[key]
+        return copied
+
+    _deepcopy._npusim_keeps_format = True
+    torch.storage.TypedStorage._deepcopy = _deepcopy
 
 
 def storage_format(tensor: torch.Tensor) -> tuple[Format, tuple[int, ...]] | None:
@@ -194,8 +276,7 @@ class _FormatCast(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, fmt):
         result = tensor.clone()
-        if fmt not in _BASE_FORMATS:
-            _record(result, fmt)
+        _record(result, fmt)
         return result
 
     @staticmethod
@@ -214,13 +295,24 @@ def npu_format_cast(
     fmt = _as_format(acl_format)
     if customize_dtype is not None:
         raise RuntimeError("customize_dtype is not supported by the current soc version." + pta_error(ErrCode.NOT_SUPPORT))
+    if fmt == Format.FRACTAL_NZ and get_npu_format(tensor) == Format.ND and _base_rank(tensor) < 2:
+        # A scalar or a 1-D storage has no NZ form: torch_npu keeps it ND (CANN 9.1's cast on
+        # 910B/910C, as the aclop path did).
+        fmt = Format.ND
     if get_npu_format(tensor) == fmt:
         return tensor
     _check_castable(tensor, fmt)
-    if fmt in _BASE_FORMATS and storage_format(tensor) is None:
-        # Base to base only relabels the storage descriptor: no data movement.
+    if fmt in _BASE_FORMATS and get_npu_format(tensor) in _BASE_FORMATS:
+        # Base to base only relabels the storage descriptor, in place (no data movement).
+        _record(tensor, fmt)
         return tensor
     return _FormatCast.apply(tensor, fmt)
+
+
+def _base_rank(tensor: torch.Tensor) -> int:
+    """The rank of the shape the tensor's storage was made for (torch_npu's base_sizes_)."""
+    recorded = storage_format(tensor)
+    return len(recorded[1]) if recorded is not None else tensor.dim()
 
 
 def npu_format_cast_(tensor: torch.Tensor, src: Any, **kwargs: Any) -> torch.Tensor:
@@ -232,8 +324,12 @@ def npu_format_cast_(tensor: torch.Tensor, src: Any, **kwargs: Any) -> torch.Ten
     if get_npu_format(tensor) == fmt:
         return tensor
     _check_castable(tensor, fmt)
+    if fmt in _BASE_FORMATS and get_npu_format(tensor) in _BASE_FORMATS:
+        _record(tensor, fmt)  # relabels the storage descriptor
+        return tensor
     if fmt in _BASE_FORMATS:
-        _RECORDED.pop(tensor.untyped_storage()._cdata, None)
+        # From a private format back to a base one: the data is already in base layout here.
+        _record(tensor, fmt)
         return tensor
     if tensor.untyped_storage().nbytes() != tensor.numel() * tensor.element_size() or not tensor.is_contiguous():
         # A private format describes a whole storage: the tensor gets its own.

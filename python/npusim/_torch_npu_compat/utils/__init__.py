@@ -10,8 +10,16 @@ from npusim._error_code import ErrCode, pta_error
 from npusim.npu.formats import get_storage_size, npu_change_data_ptr
 from npusim.npu.versions import get_cann_version
 
-from . import collect_env  # noqa: F401
+import sys
+
+import npusim.npu._npu_trace as _npu_trace
+
+from . import collect_env, utils  # noqa: F401
 from ._async_save import save_async
+
+# torch_npu.utils._npu_trace is the registry the backend's trace reports to: one module object,
+# so that a callback registered (or a function patched) under either name is the one used.
+sys.modules[__name__ + "._npu_trace"] = _npu_trace
 
 __all__ = [
     "npu_combine_tensors",
