@@ -15,7 +15,7 @@ from npusim_testing.fresh_process import run_python
 def test_contiguous_only_to_the_contiguous_format():
     x = torch.randn(2, 3, 4, 5, device="npu", requires_grad=True)
     assert x.contiguous() is x
-    with pytest.raises(RuntimeError, match=r"NPU contiguous operator only supportted contiguous memory format\.\n.*ERR01007"):
+    with pytest.raises(RuntimeError, match=r"NPU contiguous operator only supported contiguous memory format\.\n.*ERR01007"):
         x.contiguous(memory_format=torch.channels_last)
     transposed = x.transpose(1, 2)
     made = transposed.contiguous()  # still differentiable

@@ -58,6 +58,14 @@ if "TORCH_NPU_SANITIZER" in os.environ:
 
     _sanitizer.enable_npu_sanitizer()
 
+# Public names report torch_npu's module (PyTorch's public-API rule, which torch_npu tests).
+from ._public_names import expose as _expose  # noqa: E402
+
+for _name in ("Format", "npu_format_cast", "npu_format_cast_", "get_npu_format", "empty_with_format",
+              "get_storage_size", "npu_change_data_ptr", "empty_with_swapped_memory", "erase_stream"):
+    globals()[_name] = _expose(globals()[_name], __name__)
+del _name
+
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
 from . import _custom_ops  # noqa: E402
 

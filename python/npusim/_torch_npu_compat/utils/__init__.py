@@ -7,7 +7,8 @@ from __future__ import annotations
 import torch
 
 from npusim._error_code import ErrCode, pta_error
-from npusim.npu.formats import get_storage_size, npu_change_data_ptr
+from npusim.npu.formats import get_storage_size as _get_storage_size
+from npusim.npu.formats import npu_change_data_ptr
 from npusim.npu.versions import get_cann_version
 
 import sys
@@ -16,6 +17,7 @@ import npusim.npu._npu_trace as _npu_trace
 
 from . import collect_env, utils  # noqa: F401
 from ._async_save import save_async
+from .._public_names import expose as _expose
 
 # torch_npu.utils._npu_trace is the registry the backend's trace reports to: one module object,
 # so that a callback registered (or a function patched) under either name is the one used.
@@ -83,3 +85,8 @@ def is_combined_tensor_valid(combined_tensor, list_of_tensor):
     start = combined_tensor.data_ptr()
     end = start + get_storage_size(combined_tensor) * combined_tensor.element_size()
     return all(tensor is not None and start <= tensor.data_ptr() < end for tensor in list_of_tensor)
+
+
+# Public names report this module (PyTorch's public-API rule, which torch_npu tests).
+get_storage_size = _expose(_get_storage_size, __name__)
+save_async = _expose(save_async, __name__)
