@@ -36,6 +36,22 @@ def test_error_codes_in_memory_messages():
         torch.npu.caching_allocator_alloc(16, stream="s")
 
 
+def test_division_rounding_mode_is_checked_with_torch_npu_error_code():
+    x, y = torch.tensor(7).npu(), torch.tensor(2).npu()
+    text = r"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'test'\n.*ERR01001 OPS invalid parameter"
+    with pytest.raises(RuntimeError, match=text):
+        torch.div(x, y, rounding_mode="test")
+    with pytest.raises(RuntimeError, match=text):
+        torch.div(x.float(), 2.0, rounding_mode="test")
+    with pytest.raises(RuntimeError, match=text):
+        x.clone().div_(y, rounding_mode="test")
+    with pytest.raises(RuntimeError, match=text):
+        torch.div(x, y, rounding_mode="test", out=torch.empty((), dtype=torch.long, device="npu"))
+    assert torch.div(x, y, rounding_mode="floor").item() == 3
+    assert torch.div(-x, y, rounding_mode="trunc").item() == -3
+    assert torch.div(x, y, rounding_mode=None).item() == 3.5
+
+
 def test_legacy_save_writes_the_zipfile_format_with_torch_npu_warning():
     result = run_python(
         """
