@@ -169,6 +169,9 @@ def _load() -> None:
     _refuse_next_to_torch_npu()
     _check_device_conflict()
     _register_backend()
+    # The features, each registering itself with the layers below (torch.npu, torch.distributed,
+    # Dynamo's import hooks); nothing below imports them.
+    from npusim.npu import amp  # noqa: F401  (torch.npu.amp: a subpackage joins torch.npu as it loads)
     from npusim import _compat_finder
 
     _compat_finder.install()

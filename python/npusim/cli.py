@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_tool(name: str, arguments: Sequence[str]) -> int:
-    from npusim_tools.launcher import run_tool_command
+    from npusim_tools.commands import run_tool_command
 
     return run_tool_command(name, list(arguments))
 

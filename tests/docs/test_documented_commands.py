@@ -63,9 +63,10 @@ HOW_EACH_IS_EXERCISED: dict[str, tuple] = {
     "cmake -S csrc/runtime -B build/runtime -G Ninja && cmake --build build/runtime && ctest --test-dir build/runtime":
         ("elsewhere", "scripts/run-tests.sh builds and runs the runtime's CTest suite the same way"),
     "npusim run examples/llama_estimate.py": ("run", None, 300),
+    "npusim run examples/megatron_estimate.py --model qwen2-7b-4k": ("run", None, 300),
     'source "$(npusim cann-home)/set_env.sh"': ("elsewhere", "tests/acl/test_acl_corpus.py builds a program with it"),
-    'g++ main.cpp -I"$ASCEND_TOOLKIT_HOME/include" -L"$ASCEND_TOOLKIT_HOME/lib64" -lascendcl -o main':
-        ("elsewhere", "tests/acl/test_acl_corpus.py builds a program with these flags"),
+    'g++ main.cpp -I"$ASCEND_TOOLKIT_HOME/include" -L"$ASCEND_TOOLKIT_HOME/lib64" -lascendcl -lopapi -o main':
+        ("elsewhere", "tests/acl/test_acl_corpus.py builds an aclnn program with these flags"),
     "./main": ("elsewhere", "tests/acl/test_acl_corpus.py runs the program it built"),
     "npusim migrate examples/cuda_project -o /tmp/migrated": ("run", None, 300),
     "ls /tmp/migrated/cuda_project_msft": ("run", None, 60),

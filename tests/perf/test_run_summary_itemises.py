@@ -205,3 +205,28 @@ def test_gpt_example_starts_near_ln_vocab():
         sys.path.remove(str(EXAMPLES))
     losses = gpt_transformer.train("npu", steps=2)
     assert abs(losses[0] - math.log(512)) < 0.3
+
+
+_CONVOLUTION_PROGRAM = """\
+import torch
+{switch}
+conv = torch.nn.Conv2d(3, 4, 3).npu()
+print(conv(torch.randn(1, 3, 8, 8, device="npu")).sum().item())
+"""
+
+
+@pytest.mark.parametrize("allow_hf32", [True, False])
+def test_summary_says_when_convolutions_ran_in_hf32(tmp_path, allow_hf32):
+    script = tmp_path / "program.py"
+    switch = "" if allow_hf32 else "torch.npu.conv.allow_hf32 = False"
+    script.write_text(_CONVOLUTION_PROGRAM.format(switch=switch))
+    done = subprocess.run([sys.executable, "-m", "npusim", "run", str(script)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=subprocess_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    numerics = [line for line in done.stderr.splitlines() if "numerics:" in line]
+    if allow_hf32:
+        assert numerics == ["[npusim]   numerics: 1 fp32 convolution calls ran in HF32 (torch_npu's default "
+                            "torch.npu.conv.allow_hf32 = True), so results differ from an fp32 CPU run; "
+                            "torch.npu.conv.allow_hf32 = False computes them in fp32"], done.stderr
+    else:
+        assert numerics == [], done.stderr

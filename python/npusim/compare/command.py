@@ -64,10 +64,9 @@ def _say(text: str) -> None:
 
 
 def _child_environment() -> dict[str, str]:
-    import npusim
-
     env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(npusim.__file__)))
+    # The folder that holds the npusim package (this file is npusim/compare/command.py).
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     paths = [package_root] + [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env

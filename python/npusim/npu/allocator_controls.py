@@ -10,8 +10,10 @@ import torch
 
 from npusim import _C
 from npusim._error_code import ErrCode, pta_error
+from npusim.npu._lazy import _runtime_initialized, is_initialized
 
 __all__ = ["MemPool", "use_mem_pool", "erase_stream", "empty_with_swapped_memory"]
+
 
 class MemPool:
     r"""A private pool of the NPU caching allocator (``torch.npu.MemPool``, as
@@ -70,9 +72,21 @@ class MemPool:
 
     def snapshot(self, include_traces: bool = True) -> list[dict[str, Any]]:
         r"""The segments of this pool, as :func:`torch.npu.memory_snapshot` gives them."""
-        from npusim.npu.memory import memory_snapshot
+        return _segments(self._id)
 
-        return memory_snapshot(mempool_id=self._id)
+
+def _segments(mempool_id: tuple[int, int] | None = None) -> list[dict[str, Any]]:
+    """The segments of the caching allocators of all devices (CUDA snapshot format), only those
+    of the pool ``mempool_id`` if given; none while the runtime is not up (reading them does not
+    start it). ``torch.npu.memory_snapshot`` (:mod:`.memory`) and ``MemPool.snapshot`` answer
+    with this."""
+    if not (is_initialized() or _runtime_initialized()):
+        return []
+    segments = list(_C._memory_snapshot())
+    if mempool_id is not None:
+        wanted = tuple(mempool_id)
+        segments = [segment for segment in segments if segment["segment_pool_id"] == wanted]
+    return segments
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ class and ``current_blas_handle``."""
 
 import warnings
 
-from npusim.npu.amp.inf_nan_mode import (  # noqa: F401
+from npusim.npu.inf_nan_mode import (  # noqa: F401
     clear_npu_overflow_flag,
     get_npu_overflow_flag,
     is_support_inf_nan,

@@ -165,7 +165,7 @@ def _npu_get_soc_version() -> int:
 
 
 def _npu_is_support_inf_nan() -> bool:
-    from npusim.npu.amp.inf_nan_mode import is_support_inf_nan
+    from npusim.npu.inf_nan_mode import is_support_inf_nan
 
     return is_support_inf_nan()
 
