@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -33,6 +34,7 @@ from torch.utils._pytree import tree_flatten
 
 from npusim._error_code import ErrCode, SubModule, error_suffix
 from npusim.compile import _native, graph_pool, kernel_launch
+from npusim.compile.graph_rng import CaptureRng, is_random_operator
 
 __all__ = [
     "NPUGraph",
@@ -262,6 +264,24 @@ class _Operation:
 
             self.replay = charged(run_twin)
             return "host twin"
+        if is_random_operator(func) and _has_host_kernel(func):
+            # Through the npu kernel, not the CPU one on host aliases (which would draw from the
+            # CPU generator): it draws from the npu generator's live state, as a random kernel of
+            # the chip's graph reads its generator's seed and offset at replay
+            # (npusim.compile.graph_rng); it charges its own device time. (Operators with npu
+            # kernels only replay through them anyway, below.)
+            npu_args, npu_kwargs = self.args, self.kwargs
+            if not returns or any(r.alias_info is not None and r.alias_info.is_write for r in returns):
+                self.replay = lambda: None if kernel_launch.npu_estimating() else func(*npu_args, **npu_kwargs)
+                return "random, npu kernel in place"
+            captured_random = _on_host(self.outputs)
+
+            def run_random() -> None:
+                if not kernel_launch.npu_estimating():
+                    _write_back(captured_random, _on_host(func(*npu_args, **npu_kwargs)))
+
+            self.replay = run_random
+            return "random, npu kernel"
         if not _has_host_kernel(func):
             # torch_npu's own operators (torch.ops.npu) have npu and Meta kernels only: replay
             # runs the npu kernel on the captured memory (it charges its own device time, with
@@ -327,6 +347,8 @@ class _CaptureMode(TorchDispatchMode):
                 devices.add(torch.device(target).type)
             if "cpu" in devices and "npu" in devices:
                 raise _capture_error(f"{name} between host and device")
+        if is_random_operator(func) and self.graph._rng is not None:
+            self.graph._rng.note_operator(func, args, kwargs, self.graph._device)
         before, flops_before = _native.timing_snapshot()
         outputs = func(*args, **kwargs)
         after, flops_after = _native.timing_snapshot()
@@ -367,6 +389,7 @@ class NPUGraph:
         self._saved: dict[str, tuple[Any, str, Callable]] = {}
         self._plans: list[str] = []
         self._steps: list[Callable[[], None]] = []
+        self._rng: CaptureRng | None = None
 
     def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
         r"""Begin capturing the kernels issued on the current stream into this graph."""
@@ -408,6 +431,8 @@ class NPUGraph:
         self._mode = _CaptureMode(self)
         kernel_launch.set_capture_recorder(_record_launch)
         self._forbid_outside_calls()
+        self._rng = CaptureRng(self._operations.append)
+        self._rng.install()
         self._mode.__enter__()
 
     def capture_end(self) -> None:
@@ -431,6 +456,10 @@ class NPUGraph:
         try:
             mode.__exit__(None, None, None)
         finally:
+            if self._rng is not None:
+                rng, self._rng = self._rng, None
+                rng.uninstall()
+                rng.restore()
             self._allow_outside_calls()
             kernel_launch.set_capture_recorder(None)
             graph_pool.end_allocate_to_pool(self._device, self._pool)
@@ -523,6 +552,17 @@ class NPUGraph:
                 + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
             )
         return self._pool
+
+    def register_generator_state(self, generator) -> None:
+        r"""Deprecated no-op (torch_npu 2.13): generators are registered when a random operator
+        first draws from them during the capture."""
+        warnings.warn(
+            "NPUGraph.register_generator_state() is deprecated, and will be removed in a future torch_npu "
+            "release. It is now a no-op and can be safely removed from your code. Generator states are "
+            "automatically registered when RNG ops first execute during graph capture.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
 
     def enable_debug_mode(self) -> None:
         r"""Keep the captured operators for :meth:`debug_dump` (always kept in npusim)."""

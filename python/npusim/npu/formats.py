@@ -135,6 +135,11 @@ def _serialization_entries(tensor: torch.Tensor) -> list[str]:
     """The keys torch_npu writes into an npu tensor's metadata (all set to True): the base sizes,
     base strides and storage sizes of its storage, its origin (base) format and NPU format, as
     ``name/value/.../``. torch.load restores the format from them."""
+    from torch._subclasses.fake_tensor import is_fake
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    if is_fake(tensor) or isinstance(tensor, FunctionalTensor):
+        return []  # traced (Inductor's graph repro reads metadata): no storage, no format
     storage = tensor.untyped_storage()
     if storage.data_ptr() == 0:
         return []
