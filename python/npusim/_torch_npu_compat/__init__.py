@@ -66,6 +66,16 @@ for _name in ("Format", "npu_format_cast", "npu_format_cast_", "get_npu_format",
     globals()[_name] = _expose(globals()[_name], __name__)
 del _name
 
+# torch_npu.npu.graphs, and its NPUGraph debugging operators (torch.ops.npu.print_npugraph_tensor,
+# save_npugraph_tensor), defined before the operators are exported below.
+from npusim.compile import graph_debug_ops as _graph_debug_ops  # noqa: E402
+
+_graph_debug_ops.register()
+from . import npu_graphs as _npu_graphs  # noqa: E402
+
+sys.modules[__name__ + ".npu.graphs"] = _npu_graphs
+npu.graphs = _npu_graphs  # torch_npu.npu is npusim.npu: `import torch_npu.npu.graphs` reads the attribute
+
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
 from . import _custom_ops  # noqa: E402
 

@@ -111,12 +111,28 @@ def _graph_attribute(name: str):
     return getattr(graphs, name)
 
 
+# torch.npu's host functions of a stream (torch_npu's private names), from host_functions.
+_HOST_FUNCTION_NAMES = {
+    "_launch_host_func": "launch_host_func",
+    "_launch_host_func_pending": "launch_host_func_pending",
+    "_subscribe_report": "subscribe_report",
+    "_unsubscribe_report": "unsubscribe_report",
+}
+
+
+def _host_function_attribute(name: str):
+    from npusim.compile import host_functions
+
+    return getattr(host_functions, _HOST_FUNCTION_NAMES[name])
+
+
 def install() -> None:
     """Serve the code generators and the graph API on ``torch.npu``, arrange the Dynamo
     registrations (now for what Dynamo has loaded, else when it loads), and serve ``torchair``
     where no real one is installed."""
     _npu._serve_attributes(_INDUCTOR_CODEGEN_NAMES, inductor_codegen)
     _npu._serve_attributes(_GRAPH_NAMES, _graph_attribute, public=True)
+    _npu._serve_attributes(_HOST_FUNCTION_NAMES, _host_function_attribute)
     install_torchair()
     from npusim.compile import graph_steps
 

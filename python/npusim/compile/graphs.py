@@ -92,6 +92,16 @@ def _outside_pool_error(what: str) -> RuntimeError:
     )
 
 
+# Operators that record their own replay steps when captured (host functions): the capture
+# keeps no operator step for them.
+_RECORDS_ITSELF: set[str] = set()
+
+
+def records_itself(name: str) -> None:
+    """Marks operator ``name`` ("namespace::name") as recording its own replay steps."""
+    _RECORDS_ITSELF.add(name)
+
+
 def is_current_stream_capturing() -> bool:
     r"""Whether the current stream is capturing an NPUGraph."""
     capture = _active
@@ -367,6 +377,8 @@ class _CaptureMode(TorchDispatchMode):
                 raise _outside_pool_error(f"{name} allocating on {result.device} while capturing on npu:{capture_device}")
         if func.namespace == "profiler":
             return outputs  # record_function markers: host-side annotations, no kernel
+        if name in _RECORDS_ITSELF:
+            return outputs  # recorded its host function itself
         self.graph._operations.append(_Operation(func, args, kwargs, outputs, costs))
         return outputs
 
