@@ -431,6 +431,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("_host_empty_cache", torch::wrap_pybind_function([]() {
           NPUSIM_TRANSLATE_ERRORS(npusim::runtime::HostAllocator::instance().emptyCache());
         }));
+  m.def("_host_allocator_expandable_segments", torch::wrap_pybind_function([]() {
+          bool expandable = false;
+          NPUSIM_TRANSLATE_ERRORS(expandable = npusim::runtime::HostAllocator::instance().expandableSegments());
+          return expandable;
+        }));
+  m.def("_host_reset_peak_stats", torch::wrap_pybind_function([]() {
+          NPUSIM_TRANSLATE_ERRORS(npusim::runtime::HostAllocator::instance().resetPeakStats());
+        }));
+  m.def("_host_reset_accumulated_stats", torch::wrap_pybind_function([]() {
+          NPUSIM_TRANSLATE_ERRORS(npusim::runtime::HostAllocator::instance().resetAccumulatedStats());
+        }));
 
   m.def("_default_generator", torch::wrap_pybind_function([](int device) {
           checkDevice(device);

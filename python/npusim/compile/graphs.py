@@ -16,7 +16,8 @@ each kernel's device time with no per-kernel host dispatch.
 
 Capture restrictions (as CUDA graphs and torch_npu's aclgraph): the capture runs on a
 non-default stream; no synchronization, no host reads of device data (``.item()``, ``.cpu()``,
-data-dependent shapes), no host-device copies (CPU-fallback operators included), and no device
+data-dependent shapes), no host-device copies but ``copy_`` to or from pinned host memory
+(CPU-fallback operators included), and no device
 memory from outside the graph's pool (another device, ``caching_allocator_alloc``, ``empty_cache``) inside a capture. Each
 raises a torch_npu-style error and ends the capture.
 """
@@ -32,7 +33,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from npusim._error_code import ErrCode, SubModule, error_suffix
+from npusim._error_code import ErrCode, SubModule, error_suffix, pta_error
 from npusim.compile import _native, graph_pool, kernel_launch
 from npusim.compile.graph_rng import CaptureRng, is_random_operator
 
@@ -73,6 +74,16 @@ _ALLOCATIONS = {
     "aten::new_empty",
     "aten::new_empty_strided",
 }
+
+
+def _pinned_copy(name: str, tensors: list) -> bool:
+    """A copy_ between device memory and pinned host memory: an asynchronous DMA task that a
+    capture records (torch_npu 2.13 captures pin_memory() and such copies; the pinned block stays
+    the graph's while the graph holds it, so replays read and write the same host memory)."""
+    if name != "aten::copy_" or len(tensors) != 2:
+        return False
+    host = [t for t in tensors if t.device.type == "cpu"]
+    return len(host) == 1 and host[0].is_pinned()
 
 
 def _capture_error(what: str) -> RuntimeError:
@@ -355,7 +366,7 @@ class _CaptureMode(TorchDispatchMode):
             target = kwargs.get("device")
             if target is not None:
                 devices.add(torch.device(target).type)
-            if "cpu" in devices and "npu" in devices:
+            if "cpu" in devices and "npu" in devices and not _pinned_copy(name, tensors):
                 raise _capture_error(f"{name} between host and device")
         if is_random_operator(func) and self.graph._rng is not None:
             self.graph._rng.note_operator(func, args, kwargs, self.graph._device)
@@ -415,6 +426,20 @@ class NPUGraph:
             raise RuntimeError(
                 "This NPUGraph instance already owns a captured graph. To capture a new graph, "
                 "create a new instance." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        from npusim import _C
+
+        if _C._host_allocator_expandable_segments():
+            # torch_npu's check (NPUGraph::capture_begin): the expandable pinned-memory allocator
+            # has no private pools, so captured pinned blocks could be recycled under the graph.
+            raise RuntimeError(
+                "ACLGraph capture is not supported when pin_memory_expandable_segments=True. "
+                "NPUExpandableHostAllocatorImpl overrides allocate/free/empty_cache/record_event "
+                "and does not integrate with the base CachingHostAllocator's private pool mechanism, "
+                "which would cause capture-time pinned blocks to be incorrectly recycled and lead to "
+                "data corruption on graph replay. "
+                "Please unset pin_memory_expandable_segments in PYTORCH_NPU_ALLOC_CONF to use ACLGraph "
+                "with pin_memory, or avoid pin_memory calls inside capture regions." + pta_error(ErrCode.NOT_SUPPORT)
             )
         stream = torch.npu.current_stream()
         if stream == torch.npu.default_stream():
