@@ -71,7 +71,7 @@ del _name
 from npusim.compile import graph_debug_ops as _graph_debug_ops  # noqa: E402
 
 _graph_debug_ops.register()
-from . import npu_graphs as _npu_graphs  # noqa: E402
+from . import _npu_graphs  # noqa: E402
 
 sys.modules[__name__ + ".npu.graphs"] = _npu_graphs
 npu.graphs = _npu_graphs  # torch_npu.npu is npusim.npu: `import torch_npu.npu.graphs` reads the attribute
