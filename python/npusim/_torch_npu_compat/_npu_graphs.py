@@ -8,6 +8,7 @@ in this module for them.
 
 from npusim.compile import graph_debug_ops as _graph_debug_ops
 from npusim.compile import host_functions as _host_functions
+from npusim.compile.super_kernel import super_kernel_scope_begin, super_kernel_scope_end  # noqa: F401
 from npusim.compile.graphs import (  # noqa: F401
     NPUGraph,
     graph,
@@ -16,7 +17,8 @@ from npusim.compile.graphs import (  # noqa: F401
     make_graphed_callables,
 )
 
-__all__ = ["NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing"]
+__all__ = ["NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing",
+           "super_kernel_scope_begin", "super_kernel_scope_end"]
 
 # torch_npu's private helpers of the debugging operators (names as in torch_npu/npu/graphs.py).
 _NPUGRAPH_TENSOR_PTR_SPEC_MARKER = _host_functions.TENSOR_PTR_SPEC_MARKER

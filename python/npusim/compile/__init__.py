@@ -120,6 +120,15 @@ _HOST_FUNCTION_NAMES = {
 }
 
 
+_SUPER_KERNEL_NAMES = ("super_kernel_scope_begin", "super_kernel_scope_end")
+
+
+def _super_kernel_attribute(name: str):
+    from npusim.compile import super_kernel
+
+    return getattr(super_kernel, name)
+
+
 def _host_function_attribute(name: str):
     from npusim.compile import host_functions
 
@@ -133,6 +142,7 @@ def install() -> None:
     _npu._serve_attributes(_INDUCTOR_CODEGEN_NAMES, inductor_codegen)
     _npu._serve_attributes(_GRAPH_NAMES, _graph_attribute, public=True)
     _npu._serve_attributes(_HOST_FUNCTION_NAMES, _host_function_attribute)
+    _npu._serve_attributes(_SUPER_KERNEL_NAMES, _super_kernel_attribute, public=True)
     install_torchair()
     from npusim.compile import graph_steps
 

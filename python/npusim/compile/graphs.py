@@ -590,6 +590,13 @@ class NPUGraph:
             )
         return self._pool
 
+    def super_kernel_optimize(self, optimize_options=None, debug_options=None) -> None:
+        r"""Fuse the captured kernels into a super kernel (CANN's aclskOptimize; not in npusim's
+        CANN, see :mod:`npusim.compile.super_kernel`)."""
+        from npusim.compile import super_kernel
+
+        super_kernel.optimize(self._captured, optimize_options, debug_options)
+
     def register_generator_state(self, generator) -> None:
         r"""Deprecated no-op (torch_npu 2.13): generators are registered when a random operator
         first draws from them during the capture."""
