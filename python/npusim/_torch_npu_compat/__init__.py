@@ -75,6 +75,9 @@ from . import _npu_graphs  # noqa: E402
 
 sys.modules[__name__ + ".npu.graphs"] = _npu_graphs
 npu.graphs = _npu_graphs  # torch_npu.npu is npusim.npu: `import torch_npu.npu.graphs` reads the attribute
+from npusim.compile import graph_conditionals as _graph_conditionals  # noqa: E402
+
+sys.modules[__name__ + ".npu._npugraph_conditional_nodes"] = _graph_conditionals
 
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
 from . import _custom_ops  # noqa: E402

@@ -347,6 +347,33 @@ class _KernelLaunch:
         return "compiled kernel"
 
 
+class _ConditionalBody:
+    """Operations captured under a predicate: replay runs them while it is nonzero."""
+
+    __slots__ = ("pred", "body", "replay")
+
+    def __init__(self, pred: torch.Tensor, body: list):
+        self.pred, self.body, self.replay = pred, body, None
+
+    @property
+    def name(self) -> str:
+        return f"if ({len(self.body)} operations)"
+
+    def plan(self, device: int) -> str:
+        for operation in self.body:
+            operation.plan(device)
+        steps = [operation.replay for operation in self.body if operation.replay is not None]
+        predicate = _host_alias(self.pred)
+
+        def run() -> None:
+            if bool(predicate.reshape(-1)[0]):
+                for step in steps:
+                    step()
+
+        self.replay = run
+        return "conditional"
+
+
 class _CaptureMode(TorchDispatchMode):
     """Records every operator of the capture; refuses host reads, host-device copies and
     memory from outside the graph's pool."""
@@ -413,6 +440,8 @@ class NPUGraph:
         self._plans: list[str] = []
         self._steps: list[Callable[[], None]] = []
         self._rng: CaptureRng | None = None
+        # Open conditional bodies: (predicate, the enclosing operations) per level.
+        self._conditionals: list[tuple[torch.Tensor, list]] = []
 
     def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
         r"""Begin capturing the kernels issued on the current stream into this graph."""
@@ -468,7 +497,8 @@ class NPUGraph:
         self._mode = _CaptureMode(self)
         kernel_launch.set_capture_recorder(_record_launch)
         self._forbid_outside_calls()
-        self._rng = CaptureRng(self._operations.append)
+        self._rng = CaptureRng(lambda step: self._operations.append(step))
+        self._conditionals = []
         self._rng.install()
         self._mode.__enter__()
 
@@ -596,6 +626,42 @@ class NPUGraph:
         from npusim.compile import super_kernel
 
         super_kernel.optimize(self._captured, optimize_options, debug_options)
+
+    @staticmethod
+    def get_currently_capturing_graph() -> "NPUGraph":
+        r"""The graph the current stream is capturing into."""
+        if _active is None or not is_current_stream_capturing():
+            raise RuntimeError(
+                "The current stream is not capturing an NPUGraph." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        return _active
+
+    def begin_capture_to_if_node(self, scalar_npu_pred_tensor: torch.Tensor) -> None:
+        r"""Capture what follows into a conditional body that replay runs only while the one-element
+        npu tensor ``scalar_npu_pred_tensor`` is nonzero (read at that point of each replay)."""
+        if self._mode is None:
+            raise RuntimeError(
+                "begin_capture_to_if_node() outside a capture." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        pred = scalar_npu_pred_tensor
+        if not isinstance(pred, torch.Tensor) or pred.device.type != "npu" or pred.numel() != 1:
+            raise RuntimeError(
+                "begin_capture_to_if_node() needs a one-element npu tensor as its predicate."
+                + error_suffix(SubModule.GRAPH, ErrCode.PARAM)
+            )
+        self._conditionals.append((pred, self._operations))
+        self._operations = []
+
+    def end_capture_to_conditional_node(self) -> None:
+        r"""Close the conditional body opened by :meth:`begin_capture_to_if_node`."""
+        if not self._conditionals:
+            raise RuntimeError(
+                "end_capture_to_conditional_node() without begin_capture_to_if_node()."
+                + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        pred, enclosing = self._conditionals.pop()
+        body, self._operations = self._operations, enclosing
+        self._operations.append(_ConditionalBody(pred, body))
 
     def register_generator_state(self, generator) -> None:
         r"""Deprecated no-op (torch_npu 2.13): generators are registered when a random operator
