@@ -21,6 +21,7 @@
 #include "backend/device/NpuAllocator.h"
 #include "backend/device/NpuErrors.h"
 #include "backend/device/NpuGenerator.h"
+#include "backend/device/NpuTrace.h"
 #include "backend/device/TensorAliasing.h"
 #include "backend/executor/OperatorExecutor.h"
 #include "backend/layouts/SparseTensors.h"
@@ -431,6 +432,8 @@ void runMetaKernel(const c10::OperatorHandle& op, const OperatorRecord& record, 
   }
 }
 
+}  // namespace
+
 void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   // First, before any lock of the backend: a forked child's npu tensors are its parent's.
   NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().checkNotForkedChild());
@@ -453,7 +456,10 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   } else {
     roundMatmulOperandsForHf32(record.kind, *stack, first, argumentCount, record.writtenArguments);
     const ScopedOutputDevice outputs(call.device());
+    // The sanitizer's kernel mode hears of each kernel around its launch.
+    traceKernel(TraceKind::kAclStartExecution, record.name.c_str());
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    traceKernel(TraceKind::kAclFinishExecution, record.name.c_str());
   }
   const size_t returnCount = schema.returns().size();
   const size_t firstReturn = stack->size() - returnCount;
@@ -475,8 +481,6 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   if (placement.placement == runtime::Placement::kAiCore) call.touchOperands(*stack, firstReturn);
   if (saturationModeEnabled() && !call.meta()) call.saturateResults(*stack, firstReturn);
 }
-
-}  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&executeOnNpu>());

@@ -3,7 +3,15 @@
 
 #include <cstddef>
 
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
 namespace npusim::backend {
+
+// Runs one aten operator on npu tensors through the executor (the PrivateUse1
+// fallback): its CPU kernel on aliases of device memory, priced and counted.
+// Operator families that add bookkeeping call it after theirs.
+void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
 
 // Makes every aten operator that has a CPU kernel run that kernel on npu,
 // also where ATen has a composite kernel for other devices. Idempotent;
