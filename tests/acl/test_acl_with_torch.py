@@ -48,17 +48,23 @@ def test_acl_sees_the_memory_pytorch_holds(acl: ctypes.CDLL):
     device = ctypes.c_int32(-1)
     assert acl.aclrtGetDevice(ctypes.byref(device)) == 0
     assert device.value == torch.npu.current_device()
-    # Earlier tests in this process may leave cached blocks that would serve the allocation below
-    # without a new segment: start from an empty cache.
+    # Earlier tests in this process may leave cached blocks (also inside segments still in use, which
+    # empty_cache keeps) that would serve an allocation without a new segment: allocate until the
+    # caching allocator takes a new segment, and compare what both see.
     torch.npu.synchronize()
     torch.npu.empty_cache()
     free_before, total = ctypes.c_size_t(), ctypes.c_size_t()
     assert acl.aclrtGetMemInfo(ACL_HBM_MEM, ctypes.byref(free_before), ctypes.byref(total)) == 0
-    held = torch.empty(64 << 20, dtype=torch.uint8, device="npu")
+    reserved_before = torch.npu.memory_reserved()
+    held, size = [], 64 << 20
+    while torch.npu.memory_reserved() == reserved_before:
+        held.append(torch.empty(size, dtype=torch.uint8, device="npu"))
+        size *= 2
     free_after = ctypes.c_size_t()
     assert acl.aclrtGetMemInfo(ACL_HBM_MEM, ctypes.byref(free_after), ctypes.byref(total)) == 0
-    # One runtime: the caching allocator's new segment is gone from the HBM that acl reports.
-    assert free_before.value - free_after.value >= held.numel()
+    # One runtime: the caching allocator's new segments are gone from the HBM that acl reports.
+    assert free_before.value - free_after.value == torch.npu.memory_reserved() - reserved_before
+    assert free_before.value - free_after.value >= held[-1].numel()
     assert total.value == torch.npu.get_device_properties(device.value).total_memory
 
 

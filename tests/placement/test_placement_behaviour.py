@@ -13,6 +13,8 @@ import textwrap
 
 import pytest
 
+from npusim_testing.fresh_process import subprocess_env
+
 CAUTION = (
     "CAUTION: The operator 'aten::_logcumsumexp' is not currently supported on the NPU backend and will "
     "fall back to run on the CPU. This may have performance implications."
@@ -26,7 +28,7 @@ SUFFIX = re.compile(r"\[ERROR\] \d{4}-\d\d-\d\d-\d\d:\d\d:\d\d \(PID:\d+, Device
 
 
 def run(code: str, **env) -> subprocess.CompletedProcess:
-    environment = dict(os.environ, **env)
+    environment = subprocess_env(env)
     return subprocess.run(
         [sys.executable, "-W", "always", "-c", "import torch, npusim\n" + textwrap.dedent(code)],
         capture_output=True,
