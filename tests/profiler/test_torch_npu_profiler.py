@@ -15,6 +15,7 @@ import torch_npu
 from torch_npu.npu import mstx
 
 from npusim.profiler import _ascend_output as files
+from npusim_testing.fresh_process import free_port
 from trace_format import problems
 
 OUTPUT_FILES = ["trace_view.json", "kernel_details.csv", "operator_details.csv", "op_statistic.csv",
@@ -176,7 +177,7 @@ def test_collectives_in_the_trace_and_communication_json(tmp_path, monkeypatch):
     import torch.distributed as dist
 
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-    monkeypatch.setenv("MASTER_PORT", "29541")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
     dist.init_process_group("hccl", rank=0, world_size=1)
     try:
         x = torch.ones(4096, device="npu")
