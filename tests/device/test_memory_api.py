@@ -146,3 +146,12 @@ def test_host_memory():
     assert pinned.is_pinned()
     del pinned
     torch.npu.host_empty_cache()
+
+
+def test_statistics_of_a_device_that_does_not_exist_name_the_argument(clean_device):
+    """torch_npu's caching allocator checks the device before anything else (assertValidDevice)."""
+    bad = torch.npu.device_count() + 1
+    for read in (torch.npu.memory_allocated, torch.npu.max_memory_allocated, torch.npu.memory_reserved,
+                 torch.npu.memory_stats, torch.npu.reset_peak_memory_stats):
+        with pytest.raises(RuntimeError, match=f"Invalid device argument {bad}: did you call init\\?"):
+            read(device=f"npu:{bad}")

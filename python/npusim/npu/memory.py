@@ -16,7 +16,7 @@ import torch
 from npusim import _C
 from npusim._error_code import ErrCode, pta_error
 from npusim.npu._lazy import _lazy_init, _runtime_initialized, is_initialized
-from npusim.npu.devices import _get_device_index, device as _device_context
+from npusim.npu.devices import _get_device_index, device as _device_context, device_count as _device_count
 
 # torch_npu's allocator controls, reached as torch.npu.memory.<name> too (as torch.cuda.memory's).
 from npusim.npu.allocator_controls import MemPool, _segments, use_mem_pool  # noqa: F401
@@ -119,7 +119,11 @@ def _index_if_up(device: Any) -> int | None:
         if device is not None:
             _check_device_argument(device)
         return None
-    return _get_device_index(device, optional=True)
+    index = _get_device_index(device, optional=True)
+    # The caching allocator's own check (torch_npu's assertValidDevice), before any device call.
+    if not 0 <= index < _device_count():
+        raise RuntimeError(f"Invalid device argument {index}: did you call init?" + pta_error(ErrCode.PARAM))
+    return index
 
 
 def _check_device_argument(device: Any) -> None:
