@@ -32,23 +32,20 @@ class Residency {
     return *residency;
   }
 
-  void query(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
+  void query(int device, c10::ArrayRef<L2Buffer> buffers, bool* resident) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const void* base = storageBase(*tensors[i]);
-      const double bytes = base != nullptr ? storageBytes(*tensors[i]) : 0;
-      resident[i] = base != nullptr && bytes > 0 && residentLocked(device, base, bytes);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const L2Buffer& buffer = buffers[i];
+      resident[i] = buffer.base != nullptr && buffer.bytes > 0 && residentLocked(device, buffer.base, buffer.bytes);
     }
   }
 
-  void touch(int device, c10::ArrayRef<const at::Tensor*> tensors) {
+  void touch(int device, c10::ArrayRef<L2Buffer> buffers) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const at::Tensor* tensor : tensors) {
-      const void* base = storageBase(*tensor);
-      if (base == nullptr) continue;
-      const double bytes = storageBytes(*tensor);
-      if (bytes <= 0 || bytes > capacity_) continue;
-      touchLocked(device, base, bytes);
+    for (const L2Buffer& buffer : buffers) {
+      if (buffer.base == nullptr) continue;
+      if (buffer.bytes <= 0 || buffer.bytes > capacity_) continue;
+      touchLocked(device, buffer.base, buffer.bytes);
     }
   }
 
@@ -59,13 +56,6 @@ class Residency {
   }
 
  private:
-  static const void* storageBase(const at::Tensor& tensor) {
-    if (!tensor.defined() || !tensor.has_storage()) return nullptr;
-    return tensor.storage().data();
-  }
-
-  static double storageBytes(const at::Tensor& tensor) { return double(tensor.storage().nbytes()); }
-
   bool residentLocked(int device, const void* base, double bytes) {
     DeviceL2* l2 = find(device);
     if (l2 == nullptr) return false;
@@ -110,12 +100,18 @@ class Residency {
 
 }  // namespace
 
-void queryL2Residency(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
-  if (!tensors.empty()) Residency::instance().query(device, tensors, resident);
+L2Buffer l2BufferOf(const c10::TensorImpl& tensor) noexcept {
+  if (!tensor.has_storage()) return L2Buffer{};
+  const c10::Storage& storage = tensor.unsafe_storage();
+  return L2Buffer{storage.data(), double(storage.nbytes())};
 }
 
-void touchL2(int device, c10::ArrayRef<const at::Tensor*> tensors) {
-  if (!tensors.empty()) Residency::instance().touch(device, tensors);
+void queryL2Residency(int device, c10::ArrayRef<L2Buffer> buffers, bool* resident) {
+  if (!buffers.empty()) Residency::instance().query(device, buffers, resident);
+}
+
+void touchL2(int device, c10::ArrayRef<L2Buffer> buffers) {
+  if (!buffers.empty()) Residency::instance().touch(device, buffers);
 }
 
 void addL2Traffic(int device, double bytes) { Residency::instance().traffic(device, bytes); }

@@ -54,6 +54,7 @@ std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
   const auto& schema = op.schema();
   const auto& name = schema.operator_name();
   record->name = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  record->schema = &schema;
   const std::string& base = name.name;
   record->acceptsCpuTensors = base == "aten::index" || base == "aten::index_put" || base == "aten::index_put_" ||
                               base == "aten::_index_put_impl_" || base == "aten::_unsafe_index" ||

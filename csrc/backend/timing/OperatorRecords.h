@@ -26,6 +26,7 @@ inline constexpr uint8_t kWrite = 2;
 
 struct OperatorRecord {
   std::string name;                  // "aten::add.Tensor"
+  const c10::FunctionSchema* schema = nullptr;  // lives as long as the operator (the records' key)
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> deviceNs{0};  // modelled device time of its calls
   bool acceptsCpuTensors = false;    // indexing ops take CPU index tensors, as on CUDA
@@ -35,8 +36,8 @@ struct OperatorRecord {
   // operator only writes it (out=, copy_'s destination, fills).
   std::vector<uint8_t> operandRoles;
   std::vector<size_t> generatorArguments;  // indices of Generator? arguments
-  int indicesArgument = -1;
-  perf::OperatorKind kind = perf::OperatorKind::kOther;  // how the cost model prices it          // the "indices" Tensor?[] argument, for index_dtype rules
+  int indicesArgument = -1;          // the "indices" Tensor?[] argument, for index_dtype rules
+  perf::OperatorKind kind = perf::OperatorKind::kOther;  // how the cost model prices it
 
   // Placement (see OperatorPlacement.h): the table's rules for this overload
   // and what applies when none does.

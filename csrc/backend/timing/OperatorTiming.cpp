@@ -95,11 +95,15 @@ perf::DType perfDtype(c10::ScalarType type) noexcept {
 
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept {
   if (!tensor.defined()) return perf::TensorDesc::undefined();
+  return describeTensor(*tensor.unsafeGetTensorImpl());
+}
+
+perf::TensorDesc describeTensor(const c10::TensorImpl& tensor) noexcept {
   perf::TensorDesc desc;
   desc.sizes = tensor.sizes().data();
   desc.strides = tensor.strides().data();
   desc.rank = static_cast<int>(tensor.dim());
-  desc.dtype = perfDtype(tensor.scalar_type());
+  desc.dtype = perfDtype(c10::typeMetaToScalarType(tensor.dtype()));
   return desc;
 }
 

@@ -28,6 +28,7 @@ namespace npusim::backend {
 // The cost model's dtype of a tensor element type (kOther for types it does not price).
 perf::DType perfDtype(c10::ScalarType type) noexcept;
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept;
+perf::TensorDesc describeTensor(const c10::TensorImpl& tensor) noexcept;  // a defined tensor
 
 // One operator call on the current stream of `device`; returns its modelled
 // device time.
