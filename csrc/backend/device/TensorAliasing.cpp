@@ -1,6 +1,5 @@
 #include "backend/device/TensorAliasing.h"
 
-#include <array>
 #include <cstring>
 #include <typeinfo>
 
@@ -74,34 +73,11 @@ at::Tensor adoptAsNpuTensor(const at::Tensor& cpu, int device) {
 
 namespace {
 
-// Direct-mapped, per thread: a lookup is one multiply and one compare, and
-// the thread that runs a kernel is the only one touching its entries. A
-// collision just builds an alias as before.
-constexpr size_t kAliasSlotBits = 7;
-constexpr size_t kAliasSlots = size_t{1} << kAliasSlotBits;
-
+// Direct-mapped: a lookup is one multiply and one compare. A collision just
+// builds an alias as before.
+template <size_t Bits>
 size_t slotOf(const void* key) noexcept {
-  return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> (64 - kAliasSlotBits));
-}
-
-struct StorageSlot {
-  const c10::StorageImpl* npu = nullptr;
-  c10::Storage cpu;
-};
-
-struct TensorSlot {
-  const c10::TensorImpl* npu = nullptr;
-  at::Tensor cpu;
-};
-
-struct AliasCache {
-  std::array<StorageSlot, kAliasSlots> storages;
-  std::array<TensorSlot, kAliasSlots> tensors;
-};
-
-AliasCache& aliasCache() {
-  thread_local AliasCache cache;
-  return cache;
+  return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> (64 - Bits));
 }
 
 bool sameGeometry(const c10::TensorImpl& alias, const c10::TensorImpl& npu) noexcept {
@@ -112,26 +88,28 @@ bool sameGeometry(const c10::TensorImpl& alias, const c10::TensorImpl& npu) noex
 
 }  // namespace
 
-c10::Storage reusableCpuStorageAlias(const c10::Storage& npu) {
+ReusableAliases& ReusableAliases::ofThisThread() {
+  thread_local ReusableAliases aliases;
+  return aliases;
+}
+
+c10::Storage ReusableAliases::storageAlias(const c10::Storage& npu) {
   const c10::StorageImpl* impl = npu.unsafeGetStorageImpl();
-  StorageSlot& slot = aliasCache().storages[slotOf(impl)];
+  StorageSlot& slot = storages_[slotOf<kSlotBits>(impl)];
   if (slot.npu == impl) {
     const c10::StorageImpl* cached = slot.cpu.unsafeGetStorageImpl();
-    // Still a plain view of the same bytes (a kernel that resized the alias
-    // gave it other memory, or the npu storage got new memory).
-    if (cached->data() == impl->data() && cached->nbytes() == impl->nbytes() &&
-        cached->data_ptr().get_deleter() == nullptr) {
-      return slot.cpu;
-    }
+    // Still a view of the same bytes (a kernel that resized the alias gave
+    // it other memory, or the npu storage got new memory).
+    if (cached->data() == impl->data() && cached->nbytes() == impl->nbytes()) return slot.cpu;
   }
   slot.npu = impl;
   slot.cpu = makeCpuStorageAlias(npu);
   return slot.cpu;
 }
 
-at::Tensor reusableCpuAlias(const at::Tensor& npu, const c10::Storage& storageAlias) {
+at::Tensor ReusableAliases::tensorAlias(const at::Tensor& npu, const c10::Storage& storageAlias) {
   const c10::TensorImpl* impl = npu.unsafeGetTensorImpl();
-  TensorSlot& slot = aliasCache().tensors[slotOf(impl)];
+  TensorSlot& slot = tensors_[slotOf<kSlotBits>(impl)];
   if (slot.npu == impl && slot.cpu.use_count() == 1) {
     c10::TensorImpl* cached = slot.cpu.unsafeGetTensorImpl();
     // An alias made in inference mode lacks the autograd keys a normal one

@@ -6,6 +6,8 @@
 // as an npu tensor. Neither copies data.
 #pragma once
 
+#include <array>
+
 #include <ATen/core/Tensor.h>
 
 namespace npusim::backend {
@@ -40,14 +42,34 @@ c10::Storage adoptAsNpuStorage(const c10::Storage& cpu, int device);
 //    CPU storage for one npu storage, so PyTorch's overlap checks (which
 //    compare storages) see the sharing of arguments as they would on CPU;
 //  - one CPU tensor alias per npu tensor, reused only while it has the npu
-//    tensor's exact geometry, dtype and math bits, sits on that storage alias
-//    and nobody else holds it (a kernel that kept or reshaped it gets a fresh
-//    one next time).
+//    tensor's exact geometry, dtype and math bits, sits on that storage alias,
+//    was made in the same inference mode and nobody else holds it (a kernel
+//    that kept or reshaped it gets a fresh one next time).
 // An entry whose npu object has died may be found again by a new object at
 // the same address: it is then reused only if it describes the same bytes in
 // the same way, which makes it a correct alias of the new object too.
-c10::Storage reusableCpuStorageAlias(const c10::Storage& npu);
-at::Tensor reusableCpuAlias(const at::Tensor& npu, const c10::Storage& storageAlias);
+class ReusableAliases {
+ public:
+  // This thread's (look it up once per operator call: a thread-local access
+  // costs a call into the dynamic linker).
+  static ReusableAliases& ofThisThread();
+
+  c10::Storage storageAlias(const c10::Storage& npu);
+  at::Tensor tensorAlias(const at::Tensor& npu, const c10::Storage& storageAlias);
+
+ private:
+  static constexpr size_t kSlotBits = 7;
+  struct StorageSlot {
+    const c10::StorageImpl* npu = nullptr;
+    c10::Storage cpu;
+  };
+  struct TensorSlot {
+    const c10::TensorImpl* npu = nullptr;
+    at::Tensor cpu;
+  };
+  std::array<StorageSlot, size_t{1} << kSlotBits> storages_;
+  std::array<TensorSlot, size_t{1} << kSlotBits> tensors_;
+};
 
 // Turns `cpu`, a new result of a CPU kernel that ran for an npu operator, into
 // an npu tensor in place, when nothing else holds it or its storage and its

@@ -103,11 +103,11 @@ at::Tensor OperatorCall::aliasArgument(const at::Tensor& npu, bool written, bool
   }
   if (shared == nullptr) {
     storages_.push_back(StorageAlias{storage, &npuStorage,
-                                     meta_ ? makeMetaStorageAlias(npuStorage) : reusableCpuStorageAlias(npuStorage),
+                                     meta_ ? makeMetaStorageAlias(npuStorage) : aliases().storageAlias(npuStorage),
                                      c10::Storage()});
     shared = &storages_.back().cpu;
   }
-  at::Tensor cpu = meta_ ? makeMetaAlias(npu, *shared) : reusableCpuAlias(npu, *shared);
+  at::Tensor cpu = meta_ ? makeMetaAlias(npu, *shared) : aliases().tensorAlias(npu, *shared);
   if (owned_ || keep) {
     tensors_.push_back(TensorAlias{nullptr, npu, cpu, written});
   } else {
@@ -249,7 +249,6 @@ c10::Storage OperatorCall::adopt(const at::Tensor& cpu) {
 
 at::Tensor OperatorCall::toNpu(at::Tensor cpu) {
   if (!cpu.defined() || isNpu(cpu)) return cpu;
-  if (const at::Tensor* argument = npuArgumentFor(cpu)) return *argument;  // in-place / out=
   // A quantized result (a CPU fallback such as quantize_per_tensor.tensor_qparams) moves to the device as
   // torch_npu's CPU fallback moves it, with Tensor.to: PyTorch then needs kernels that QuantizedPrivateUse1
   // lacks on the 2.13 line and raises its dispatcher error, where adopting the memory would make a dense
@@ -267,9 +266,9 @@ at::Tensor OperatorCall::toNpu(at::Tensor cpu) {
   return npuViewOf(adopt(cpu), cpu);
 }
 
-// The kernel's operands are now the most recent data in the L2 (touched in
-// this order, under one lock).
-void OperatorCall::touchOperands(const KernelResults& results) const {
+// The kernel's operands are now the most recent data in the L2 (after its
+// traffic, touched in this order, under one lock).
+void OperatorCall::touchOperands(const KernelResults& results, double traffic) const {
   c10::SmallVector<L2Buffer, 8> touched;
   for (const c10::TensorImpl* t : inputs_) {
     if (isNpu(*t)) touched.push_back(l2BufferOf(*t));
@@ -278,10 +277,11 @@ void OperatorCall::touchOperands(const KernelResults& results) const {
     if (entry.written) touched.push_back(l2BufferOf(*entry.npu().unsafeGetTensorImpl()));
   }
   for (const auto& result : results) {
-    if (result.inList || !result.tensor.defined()) continue;
-    if (isNpu(result.tensor)) touched.push_back(l2BufferOf(*result.tensor.unsafeGetTensorImpl()));
+    const at::Tensor& tensor = result.npu();
+    if (result.inList || !tensor.defined()) continue;
+    if (isNpu(tensor)) touched.push_back(l2BufferOf(*tensor.unsafeGetTensorImpl()));
   }
-  touchL2(device_, touched);
+  touchL2(device_, touched, traffic);
 }
 
 // Saturation mode (INF_NAN_MODE_ENABLE=0): the chip clamps what its kernels
@@ -292,7 +292,7 @@ void OperatorCall::saturateResults(const KernelResults& results) const {
     if (entry.written) applySaturationIfEnabled(entry.npu());
   }
   for (const auto& result : results) {
-    const at::Tensor& tensor = result.tensor;
+    const at::Tensor& tensor = result.npu();
     if (!tensor.defined()) continue;
     bool viewOfArgument = false;
     for (const auto& entry : storages_) {
@@ -309,14 +309,27 @@ void OperatorCall::complete(KernelResults& results) {
   // A data-dependent output size (nonzero, boolean indexing, ...) makes the
   // host wait for the device before it can go on.
   const auto inputs = describeInputs();
+  // The kernel's L2 traffic joins the touches of its operands below (one lock).
+  double l2Traffic = 0;
   const runtime::SimTimeNs deviceNs =
       chargeOperator(device_, record_.kind, inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
-                     static_cast<int>(outputs.size()), placement_.placement, placement_.sync);
+                     static_cast<int>(outputs.size()), placement_.placement, placement_.sync, nullptr, 0, &l2Traffic);
   record_.deviceNs.fetch_add(deviceNs, std::memory_order_relaxed);
   if (placement_.sync) recordSyncPoint(record_.name);
   propagateWrites();
-  for (auto& result : results) result.tensor = toNpu(std::move(result.tensor));
-  if (placement_.placement == runtime::Placement::kAiCore) touchOperands(results);
+  for (auto& result : results) {
+    if (const at::Tensor* argument = result.tensor.defined() ? npuArgumentFor(result.tensor) : nullptr) {
+      result.argument = argument;  // in-place / out=
+      result.tensor.reset();
+    } else {
+      result.tensor = toNpu(std::move(result.tensor));
+    }
+  }
+  if (placement_.placement == runtime::Placement::kAiCore) {
+    touchOperands(results, l2Traffic);
+  } else if (l2Traffic > 0) {
+    addL2Traffic(device_, l2Traffic);
+  }
   if (saturationModeEnabled() && !meta_) saturateResults(results);
 }
 

@@ -22,6 +22,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/SmallVector.h>
 
+#include "backend/device/TensorAliasing.h"
 #include "backend/timing/OperatorPlacement.h"
 #include "backend/timing/OperatorRecords.h"
 #include "perf/TensorDesc.h"
@@ -29,11 +30,16 @@
 namespace npusim::backend {
 
 // One tensor the kernel returned. `inList` for the elements of a returned
-// tensor list: they are priced and adopted like single results, but (as
-// before the unboxed path existed) not touched in the L2 model.
+// tensor list: they are priced and adopted like single results, but not
+// touched in the L2 model. After OperatorCall::complete, npu() is the npu
+// result: `tensor` made an npu tensor, or, for an in-place or out= result,
+// the npu argument itself (`argument`; `tensor` is then reset), which the
+// unboxed path returns by reference without taking a new reference to it.
 struct KernelResult {
   at::Tensor tensor;
   bool inList = false;
+  const at::Tensor* argument = nullptr;
+  const at::Tensor& npu() const noexcept { return argument != nullptr ? *argument : tensor; }
 };
 using KernelResults = c10::SmallVector<KernelResult, 4>;
 
@@ -95,6 +101,10 @@ class OperatorCall {
     c10::Storage npu;
   };
 
+  ReusableAliases& aliases() {
+    if (aliases_ == nullptr) aliases_ = &ReusableAliases::ofThisThread();
+    return *aliases_;
+  }
   bool isWrittenArgument(size_t index) const noexcept;
   void noteDtype(const c10::TensorImpl& tensor, bool isIndices, size_t index);
   void noteDevice(const c10::Device& device);
@@ -110,10 +120,11 @@ class OperatorCall {
   at::Tensor toNpu(at::Tensor cpu);
   c10::Storage adopt(const at::Tensor& cpu);
   bool isAliasStorage(const c10::StorageImpl* storage) const noexcept;
-  void touchOperands(const KernelResults& results) const;
+  void touchOperands(const KernelResults& results, double traffic) const;
   void saturateResults(const KernelResults& results) const;
 
   OperatorRecord& record_;
+  ReusableAliases* aliases_ = nullptr;
   const bool meta_;
   const bool owned_;
   CallFacts facts_;

@@ -111,23 +111,27 @@ KernelResults takeResults(torch::jit::Stack& stack, size_t firstReturn, c10::Sma
   return results;
 }
 
+at::Tensor takeNpu(KernelResult& result) {
+  return result.argument != nullptr ? *result.argument : std::move(result.tensor);
+}
+
 // The npu results back in the return slots.
 void putResults(torch::jit::Stack& stack, size_t firstReturn, c10::ArrayRef<ReturnSlot> slots,
                 c10::ArrayRef<size_t> listSizes, KernelResults& results) {
   size_t next = 0, nextList = 0;
   for (size_t i = firstReturn; i < stack.size(); ++i) {
     switch (slots[i - firstReturn]) {
-      case ReturnSlot::kTensor: stack[i] = std::move(results[next++].tensor); break;
+      case ReturnSlot::kTensor: stack[i] = takeNpu(results[next++]); break;
       case ReturnSlot::kTensorList: {
         c10::List<at::Tensor> mapped;
-        for (size_t n = listSizes[nextList++]; n > 0; --n) mapped.push_back(std::move(results[next++].tensor));
+        for (size_t n = listSizes[nextList++]; n > 0; --n) mapped.push_back(takeNpu(results[next++]));
         stack[i] = std::move(mapped);
         break;
       }
       case ReturnSlot::kOptionalTensorList: {
         c10::List<std::optional<at::Tensor>> mapped;
         for (size_t n = listSizes[nextList++]; n > 0; --n) {
-          at::Tensor& t = results[next++].tensor;
+          at::Tensor t = takeNpu(results[next++]);
           mapped.push_back(t.defined() ? std::optional<at::Tensor>(std::move(t)) : std::nullopt);
         }
         stack[i] = std::move(mapped);
@@ -155,6 +159,8 @@ void runMetaKernel(const c10::OperatorHandle& op, const OperatorRecord& record, 
                 " without running it (no Meta kernel): ", error.what_without_backtrace());
   }
 }
+
+}  // namespace
 
 void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
   // First, before any lock of the backend: a forked child's npu tensors are its parent's.
@@ -186,8 +192,6 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
   call.complete(results);
   putResults(*stack, firstReturn, slots, listSizes, results);
 }
-
-}  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&executeOnNpu>());

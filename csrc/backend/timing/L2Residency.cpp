@@ -40,8 +40,9 @@ class Residency {
     }
   }
 
-  void touch(int device, c10::ArrayRef<L2Buffer> buffers) {
+  void touch(int device, c10::ArrayRef<L2Buffer> buffers, double traffic) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (traffic > 0) get(device).traffic += traffic;
     for (const L2Buffer& buffer : buffers) {
       if (buffer.base == nullptr) continue;
       if (buffer.bytes <= 0 || buffer.bytes > capacity_) continue;
@@ -110,8 +111,12 @@ void queryL2Residency(int device, c10::ArrayRef<L2Buffer> buffers, bool* residen
   if (!buffers.empty()) Residency::instance().query(device, buffers, resident);
 }
 
-void touchL2(int device, c10::ArrayRef<L2Buffer> buffers) {
-  if (!buffers.empty()) Residency::instance().touch(device, buffers);
+void touchL2(int device, c10::ArrayRef<L2Buffer> buffers, double traffic) {
+  if (buffers.empty()) {
+    addL2Traffic(device, traffic);
+  } else {
+    Residency::instance().touch(device, buffers, traffic);
+  }
 }
 
 void addL2Traffic(int device, double bytes) { Residency::instance().traffic(device, bytes); }

@@ -24,8 +24,9 @@ L2Buffer l2BufferOf(const c10::TensorImpl& tensor) noexcept;
 void queryL2Residency(int device, c10::ArrayRef<L2Buffer> buffers, bool* resident);
 
 // A kernel read or wrote `buffers`: touched in order, they are now the most
-// recent data in the L2.
-void touchL2(int device, c10::ArrayRef<L2Buffer> buffers);
+// recent data in the L2. `traffic`: the kernel's HBM traffic, added first
+// (as addL2Traffic would), under the same lock.
+void touchL2(int device, c10::ArrayRef<L2Buffer> buffers, double traffic = 0);
 
 // A kernel moved `bytes` through HBM on `device` (evicting older lines).
 void addL2Traffic(int device, double bytes);

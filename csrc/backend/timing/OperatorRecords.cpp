@@ -1,6 +1,7 @@
 #include "backend/timing/OperatorRecords.h"
 
 #include <array>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -126,6 +127,30 @@ OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
 
 OperatorRecord& nativeOperatorRecord(const char* name, const char* overload) {
   return operatorRecord(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload));
+}
+
+OperatorRecord& kernelRecord(const std::string& qualifiedName) {
+  // One record per name, found from any call site.
+  static auto* names = new std::map<std::string, OperatorRecord*>();
+  {
+    std::shared_lock<std::shared_mutex> lock(recordsMutex);
+    auto found = names->find(qualifiedName);
+    if (found != names->end()) return *found->second;
+  }
+  auto record = std::make_unique<OperatorRecord>();
+  record->name = qualifiedName;
+  record->kind = perf::classifyOperator(qualifiedName);
+  record->placementRules = placementTable().lookup(qualifiedName);
+  record->rejectedDtypes = placementTable().dtypeRules().rejectMask;
+  record->defaultPlacement = runtime::Placement::kAiCore;
+  std::unique_lock<std::shared_mutex> lock(recordsMutex);
+  OperatorRecord*& slot = (*names)[qualifiedName];
+  if (slot == nullptr) {
+    // Listed with the operators' records, keyed by its own address.
+    slot = record.get();
+    records()[slot] = std::move(record);
+  }
+  return *slot;
 }
 
 void countNativeCall(OperatorRecord& record, uint64_t deviceNs) {

@@ -58,6 +58,12 @@ OperatorRecord& operatorRecord(const c10::OperatorHandle& op);
 // site (keep the reference in a function-local static).
 OperatorRecord& nativeOperatorRecord(const char* name, const char* overload = "");
 
+// The record of a kernel that no operator of this process names, counted
+// under the name the real stack shows for it: torch_npu's npu_lstm, which
+// torch_npu launches per layer inside aten::lstm.input, is "npu::npu_lstm".
+// Look it up once per call site (keep the reference in a function-local static).
+OperatorRecord& kernelRecord(const std::string& qualifiedName);
+
 // Counts one call of a native operator that ran on the AI Core for `deviceNs`.
 void countNativeCall(OperatorRecord& record, uint64_t deviceNs);
 
