@@ -22,6 +22,7 @@
 #include "backend/device/NpuErrors.h"
 #include "backend/executor/OperatorCall.h"
 #include "backend/executor/OperatorExecutor.h"
+#include "backend/numerics/Fp32Accumulation.h"
 #include "backend/numerics/Hf32Mode.h"
 #include "backend/timing/EstimateMode.h"
 #include "backend/timing/OperatorRecords.h"
@@ -182,8 +183,17 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
     runMetaKernel(op, record, *stack, first);
   } else {
     roundMatmulOperandsForHf32(record.kind, *stack, first, argumentCount, record.writtenArguments);
-    const ScopedOutputDevice outputs(call.device());
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    // fp16/bf16 products run as the fp32 kernel on fp32 copies (host scratch), rounded back into
+    // device memory (Fp32Accumulation.h).
+    Fp32Accumulation fp32(record.kind, *stack, first, argumentCount, record.writtenArguments);
+    if (fp32.active()) {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+      const ScopedOutputDevice outputs(call.device());
+      fp32.roundResults(*stack, stack->size() - schema.returns().size());
+    } else {
+      const ScopedOutputDevice outputs(call.device());
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    }
   }
   const size_t firstReturn = stack->size() - schema.returns().size();
   c10::SmallVector<ReturnSlot, 4> slots;

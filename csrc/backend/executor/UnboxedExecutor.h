@@ -39,6 +39,7 @@
 #include "backend/device/NpuErrors.h"
 #include "backend/executor/OperatorCall.h"
 #include "backend/executor/OperatorExecutor.h"
+#include "backend/numerics/Fp32Accumulation.h"
 #include "backend/numerics/Hf32Mode.h"
 #include "backend/timing/EstimateMode.h"
 #include "backend/timing/OperatorRecords.h"
@@ -228,6 +229,24 @@ struct KernelReturn<std::tuple<Ts...>> {
   }
 };
 
+// The dtype of the first floating tensor argument (Undefined if none).
+inline c10::ScalarType floatingDtypeOf(const at::Tensor& t) noexcept {
+  return t.defined() && c10::isFloatingType(t.scalar_type()) ? t.scalar_type() : c10::ScalarType::Undefined;
+}
+inline c10::ScalarType floatingDtypeOf(const std::optional<at::Tensor>& t) noexcept {
+  return t.has_value() ? floatingDtypeOf(*t) : c10::ScalarType::Undefined;
+}
+template <class T>
+c10::ScalarType floatingDtypeOf(const T&) noexcept {
+  return c10::ScalarType::Undefined;
+}
+template <class... Args>
+c10::ScalarType firstFloatingDtype(const Args&... args) noexcept {
+  c10::ScalarType first = c10::ScalarType::Undefined;
+  ((first = first == c10::ScalarType::Undefined ? floatingDtypeOf(args) : first), ...);
+  return first;
+}
+
 template <class Op, class Signature = typename Op::schema>
 struct UnboxedKernel;
 
@@ -247,7 +266,8 @@ struct UnboxedKernel<Op, Return(Args...)> {
   static Return call(Args... args) {
     // Looked up once: a record keeps its address for the process.
     static OperatorRecord& record = operatorRecord(handle());
-    if (!unboxedExecutorEnabled() || estimateOnly() || roundsMatmulOperandsForHf32(record.kind)) {
+    if (!unboxedExecutorEnabled() || estimateOnly() || roundsMatmulOperandsForHf32(record.kind) ||
+        Fp32Accumulation::applies(record.kind, firstFloatingDtype(args...))) {
       return boxed(std::forward<Args>(args)...);
     }
     return run(record, std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);
