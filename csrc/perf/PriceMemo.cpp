@@ -12,24 +12,27 @@ int descWords(const TensorDesc* descs, int count) noexcept {
   return words;
 }
 
-int64_t* putDescs(int64_t* out, const TensorDesc* descs, int count) noexcept {
-  for (int i = 0; i < count; ++i) {
-    const TensorDesc& d = descs[i];
-    *out++ = int64_t(d.rank + 1) | int64_t(d.dtype) << 8 | int64_t(d.l2Resident) << 16 |
-             int64_t(d.strides != nullptr) << 17;
-    if (d.rank > 0) {
-      out = std::copy(d.sizes, d.sizes + d.rank, out);
-      if (d.strides != nullptr) out = std::copy(d.strides, d.strides + d.rank, out);
+// Writes the key and hashes it in the same pass (plain loops: a key is a
+// few words, where library copies would cost a call each).
+struct KeyWriter {
+  int64_t* out;
+  uint64_t hash = 0;
+  void put(int64_t word) noexcept {
+    *out++ = word;
+    hash = (hash + uint64_t(word)) * 0x9E3779B97F4A7C15ull;
+  }
+  void putDescs(const TensorDesc* descs, int count) noexcept {
+    for (int i = 0; i < count; ++i) {
+      const TensorDesc& d = descs[i];
+      put(int64_t(d.rank + 1) | int64_t(d.dtype) << 8 | int64_t(d.l2Resident) << 16 |
+          int64_t(d.strides != nullptr) << 17);
+      for (int k = 0; k < d.rank; ++k) put(d.sizes[k]);
+      if (d.strides != nullptr) {
+        for (int k = 0; k < d.rank; ++k) put(d.strides[k]);
+      }
     }
   }
-  return out;
-}
-
-uint64_t hashOf(const int64_t* key, int length) noexcept {
-  uint64_t h = 0;
-  for (int i = 0; i < length; ++i) h = (h + uint64_t(key[i])) * 0x9E3779B97F4A7C15ull;
-  return h ^ (h >> 32);
-}
+};
 
 }  // namespace
 
@@ -45,21 +48,27 @@ Cost PriceMemo::price(const CostModel& model, OperatorKind kind, const TensorDes
     return model.price(kind, inputs, inputCount, outputs, outputCount, placement, options, intArgs, intArgCount);
   }
   int64_t key[kKeyWords];
-  key[0] = int64_t(kind) | int64_t(placement) << 8 | int64_t(options.allowHf32Matmul) << 12 |
-           int64_t(options.allowHf32Conv) << 13 | int64_t(inputCount) << 16 | int64_t(outputCount) << 32 |
-           int64_t(intArgCount) << 48;
-  int64_t* end = putDescs(putDescs(key + 1, inputs, inputCount), outputs, outputCount);
-  if (intArgCount > 0) std::copy(intArgs, intArgs + intArgCount, end);
-  Entry& entry = entries_[hashOf(key, length) >> (64 - kEntryBits)];
-  if (entry.model == &model && entry.length == length && std::equal(key, key + length, entry.key)) {
-    ++hits_;
-    return entry.cost;
+  KeyWriter writer{key};
+  writer.put(int64_t(kind) | int64_t(placement) << 8 | int64_t(options.allowHf32Matmul) << 12 |
+             int64_t(options.allowHf32Conv) << 13 | int64_t(inputCount) << 16 | int64_t(outputCount) << 32 |
+             int64_t(intArgCount) << 48);
+  writer.putDescs(inputs, inputCount);
+  writer.putDescs(outputs, outputCount);
+  for (int i = 0; i < intArgCount; ++i) writer.put(intArgs[i]);
+  Entry& entry = entries_[(writer.hash ^ (writer.hash >> 29)) >> (64 - kEntryBits)];
+  if (entry.model == &model && entry.length == length) {
+    bool same = true;
+    for (int i = 0; i < length && same; ++i) same = entry.key[i] == key[i];
+    if (same) {
+      ++hits_;
+      return entry.cost;
+    }
   }
   ++misses_;
   entry.cost = model.price(kind, inputs, inputCount, outputs, outputCount, placement, options, intArgs, intArgCount);
   entry.model = &model;
   entry.length = length;
-  std::copy(key, key + length, entry.key);
+  for (int i = 0; i < length; ++i) entry.key[i] = key[i];
   return entry.cost;
 }
 
