@@ -1,7 +1,9 @@
 """A small GPT-style transformer trained for a few steps on synthetic tokens.
 
 Runs on the simulated NPU by default (``--device npu``); ``--device cpu`` runs
-the same program on the CPU, and both print the same losses.
+the same program on the CPU, and both print the same losses. ``--amp fp16``
+(or ``bf16``) trains with mixed precision as Ascend training scripts do:
+``torch.autocast`` around the forward pass and, for fp16, a gradient scaler.
 """
 
 import argparse
@@ -78,9 +80,16 @@ class SmallGPT(nn.Module):
 class Trainer:
     """The example's training state and its loop body: one step per call to :meth:`step`."""
 
-    def __init__(self, device: str = "npu", batch_size: int = 8, context: int = 64, seed: int = 0):
+    def __init__(self, device: str = "npu", batch_size: int = 8, context: int = 64, seed: int = 0,
+                 amp: str | None = None):
         torch.manual_seed(seed)
         self.device, self.batch_size, self.context = device, batch_size, context
+        self.amp_dtype = {None: None, "fp16": torch.float16, "bf16": torch.bfloat16}[amp]
+        device_type = torch.device(device).type
+        self.autocast = lambda: torch.autocast(device_type, dtype=self.amp_dtype or torch.float16,
+                                               enabled=self.amp_dtype is not None)
+        # fp16 needs loss scaling (its small gradients would underflow); bf16 does not.
+        self.scaler = torch.amp.GradScaler(device_type, enabled=self.amp_dtype == torch.float16)
         self.model = SmallGPT(context=context).to(device)
         # foreach=True: the same optimizer implementation on both devices (PyTorch
         # otherwise picks the foreach one on accelerators and a for-loop on CPU,
@@ -92,16 +101,19 @@ class Trainer:
         """One step on a fresh synthetic batch of tokens; returns the loss."""
         tokens = torch.randint(0, 512, (self.batch_size, self.context + 1), generator=self.data).to(self.device)
         self.optimizer.zero_grad()
-        logits = self.model(tokens[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1))
-        loss.backward()
-        self.optimizer.step()
+        with self.autocast():
+            logits = self.model(tokens[:, :-1])
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), tokens[:, 1:].reshape(-1))
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         return loss.item()
 
 
-def train(device: str = "npu", steps: int = 5, batch_size: int = 8, context: int = 64, seed: int = 0):
+def train(device: str = "npu", steps: int = 5, batch_size: int = 8, context: int = 64, seed: int = 0,
+          amp: str | None = None):
     """Trains from a fixed seed and returns the loss of every step."""
-    trainer = Trainer(device, batch_size, context, seed)
+    trainer = Trainer(device, batch_size, context, seed, amp)
     return [trainer.step() for _ in range(steps)]
 
 
@@ -109,8 +121,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--device", default="npu")
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--amp", choices=["fp16", "bf16"], default=None, help="mixed precision (autocast)")
     args = parser.parse_args()
-    for step, loss in enumerate(train(args.device, args.steps)):
+    for step, loss in enumerate(train(args.device, args.steps, amp=args.amp)):
         print(f"step {step}: loss {loss:.6f}")
 
 

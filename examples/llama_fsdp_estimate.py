@@ -22,7 +22,7 @@ import torch.nn.functional as F
 import npusim
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from llama_estimate import Llama, parameter_count  # noqa: E402
+from llama_model import Llama, parameter_count  # noqa: E402
 
 
 def estimate_fsdp_step(world_size: int, layers: int = 32, seq: int = 4096, batch: int = 1,

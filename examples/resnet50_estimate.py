@@ -29,11 +29,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import npusim
-from llama_estimate import timed_seconds  # the same event timing (examples/, beside this script)
+from megatron_estimate import timed_seconds  # the same event timing (examples/, beside this script)
 
 # Ascend ModelZoo PyTorch ResNet-50 README (AMP O2, batch 256 per card): 8p on "Atlas 900 A2 PoDc"
-# (910B), per NPU. shared/reference/ascend-hardware.md §3.2.
+# (910B), per NPU, in the table "2024年12月31日更新的性能数据". shared/reference/ascend-hardware.md §3.2.
 REFERENCE_IMAGES_PER_S = 14321 / 8
+SOURCE = ("xiaobingling93-pixel/Ascend-ModelZoo-PyTorch (mirror of Ascend/ModelZoo-PyTorch) "
+          "PyTorch/built-in/cv/classification/ResNet50_ID4149_for_PyTorch/README.md @ "
+          "ac656f010f8b8a339d42b7b60d6ecde043e736ff")
 
 
 class Bottleneck(nn.Module):

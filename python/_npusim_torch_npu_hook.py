@@ -12,13 +12,17 @@ that), and ``import torch_npu`` as a program's first line imports torch itself. 
   package ``python/torch_npu`` does the same when it is imported (:func:`load_into`).
 
 The finder steps aside when a real torch_npu is installed: npusim never runs next to one.
+
+The same start-up also serves ``import msprobe`` (MindStudio Probe's ``PrecisionDebugger``, from
+``npusim/compare/_msprobe``) where no real msprobe is installed: :class:`MsprobeBootstrapFinder`
+sits last on ``sys.meta_path``, after every finder that could find a real one.
 """
 
 import importlib.machinery  # loaded by Python's start-up already
 import os
 import sys
 
-__all__ = ["install", "compat_directory", "real_torch_npu", "is_npusim_shim", "load_into"]
+__all__ = ["install", "compat_directory", "real_torch_npu", "is_npusim_shim", "load_into", "MsprobeBootstrapFinder"]
 
 SHIM_MARKER = "npusim in-tree torch_npu shim"
 
@@ -122,8 +126,32 @@ class TorchNpuBootstrapFinder:
         return compat_spec()
 
 
+class MsprobeBootstrapFinder:
+    """Finds ``msprobe`` in npusim (``npusim/compare/_msprobe``). It goes last on
+    ``sys.meta_path``: a real msprobe anywhere on ``sys.path`` is found first."""
+
+    _npusim_msprobe_finder = True
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "msprobe" or path is not None:
+            return None
+        npusim_directory = _npusim_directory()
+        if npusim_directory is None:
+            return None
+        folder = os.path.join(npusim_directory, "compare", "_msprobe")
+        if not os.path.isfile(os.path.join(folder, "__init__.py")):
+            return None
+        import importlib.util  # not at start-up: it imports contextlib and functools
+
+        return importlib.util.spec_from_file_location(
+            "msprobe", os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
+        )
+
+
 def install() -> None:
-    """Put the finder on ``sys.meta_path`` (once); run by the ``.pth`` file at start-up."""
+    """Put the finders on ``sys.meta_path`` (once); run by the ``.pth`` file at start-up."""
+    if not any(getattr(finder, "_npusim_msprobe_finder", False) for finder in sys.meta_path):
+        sys.meta_path.append(MsprobeBootstrapFinder())
     if any(getattr(finder, "_npusim_bootstrap_finder", False) for finder in sys.meta_path):
         return
     sys.meta_path.insert(0, TorchNpuBootstrapFinder())

@@ -4,8 +4,9 @@
 #   <root>/include/acl/*.h, acl/error_codes/  AscendCL headers
 #   <root>/lib64/libascendcl.so               the AscendCL runtime API
 #   <root>/lib64/libacl_rt.so                 the newer runtime library name (a linker script)
+#   <root>/include/aclnn/*.h, aclnnop/*.h     the aclnn operator API
 #   <root>/lib64/libopapi.so, libnnopbase.so, libopapi_math.so, libopapi_nn.so: the aclnn
-#                                             operators, once csrc/acl/aclnn exists (not yet)
+#                                             operators (built with the PyTorch backend only)
 #   <root>/{compiler,tools,}/tikcpp/ascendc_kernel_cmake/ascendc.cmake
 #   <root>/<arch>-linux/ascend_toolkit_install.info   the simulated CANN version
 #   <root>/opp/version.info

@@ -1,6 +1,8 @@
 // Gated and GELU activations of torch_npu, each one fused kernel:
 // npu_swiglu (+backward, §4.4), npu_geglu (+grad, §4.8), npu_gelu and
-// npu_fast_gelu (+backward, §4.12). Computed in fp32, returned in x's dtype.
+// npu_fast_gelu (+backward, §4.12, and fast_gelu, its older name), npu_silu /
+// npu_silu_ (+backward; Swish with scale 1 on the chip). Computed in fp32,
+// returned in x's dtype.
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
@@ -102,6 +104,27 @@ Tensor fastGeluBackwardHost(const Tensor& grad, const Tensor& x) {
   return (grad.to(at::kFloat) * (sig + kFastGeluAlpha * xf * sig * (1 - sig))).to(x.scalar_type());
 }
 
+// ---- SiLU (Swish, scale 1): x * sigmoid(x); the gradient reads x and the forward result.
+void requireSiluDtype(const char* op, const Tensor& x) {
+  NPU_OPS_CHECK(x.scalar_type() == at::kHalf || x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16,
+                op, " supports float16, bfloat16 and float32, but got ", x.scalar_type());
+}
+
+Tensor siluHost(const Tensor& x) {
+  requireSiluDtype("npu_silu", x);
+  return at::silu(x.to(at::kFloat)).to(x.scalar_type());
+}
+
+Tensor siluBackwardHost(const Tensor& grad, const Tensor& x, const Tensor& y) {
+  requireSiluDtype("npu_silu_backward", x);
+  NPU_OPS_CHECK(grad.sizes().equals(x.sizes()) && y.sizes().equals(x.sizes()),
+                "npu_silu_backward: grad_output, x0 and x1 must have the same shape, but got ", grad.sizes(), ", ",
+                x.sizes(), " and ", y.sizes());
+  const Tensor sig = at::sigmoid(x.to(at::kFloat));
+  // d/dx (x * sigmoid(x)) = sigmoid(x) + y * (1 - sigmoid(x)), y the forward result (SwishGrad's x1).
+  return (grad.to(at::kFloat) * (sig + y.to(at::kFloat) * (1 - sig))).to(x.scalar_type());
+}
+
 // ---- device kernels
 Tensor swigluNpu(const Tensor& x, int64_t dim) {
   requireChip("npu_swiglu", {ChipFamily::kAtlasA2, ChipFamily::kAtlasA3, ChipFamily::kAscend950});
@@ -184,6 +207,53 @@ Tensor fastGeluBackwardNpu(const Tensor& grad, const Tensor& x) {
   return deviceResult(dx, device);
 }
 
+// fast_gelu: the same kernel as npu_fast_gelu, launched under its own name.
+Tensor fastGeluAliasNpu(const Tensor& x) {
+  requireChip("fast_gelu", {ChipFamily::kAscend910A, ChipFamily::kAscend310P, ChipFamily::kAtlasA2,
+                            ChipFamily::kAtlasA3});
+  requireNpuTensors({&x});
+  const int device = x.device().index();
+  const Tensor out = fastGeluHost(hostOperand(x));
+  chargeFusedKernel(device, "npu::fast_gelu", perf::OperatorKind::kActivation,
+                    streamingWork({&x}, {&out}, double(x.numel()), kOpsActivation));
+  return deviceResult(out, device);
+}
+
+Tensor siluNpu(const Tensor& x) {
+  requireNpuTensors({&x});
+  const int device = x.device().index();
+  const Tensor out = siluHost(hostOperand(x));
+  chargeFusedKernel(device, "npu::npu_silu", perf::OperatorKind::kActivation,
+                    streamingWork({&x}, {&out}, double(x.numel()), kOpsActivation));
+  return deviceResult(out, device);
+}
+
+// In place: the kernel writes its result over self's device memory (any strides: the host
+// alias has self's layout).
+Tensor& siluInplaceNpu(Tensor& self) {
+  requireNpuTensors({&self});
+  const int device = self.device().index();
+  const Tensor host = hostOperand(self);
+  host.copy_(siluHost(host));
+  chargeFusedKernel(device, "npu::npu_silu_", perf::OperatorKind::kActivation,
+                    streamingWork({&self}, {&self}, double(self.numel()), kOpsActivation));
+  return self;
+}
+
+Tensor& siluInplaceMeta(Tensor& self) {
+  requireSiluDtype("npu_silu_", self);
+  return self;
+}
+
+Tensor siluBackwardNpu(const Tensor& grad, const Tensor& x, const Tensor& y) {
+  requireNpuTensors({&grad, &x, &y});
+  const int device = x.device().index();
+  const Tensor dx = siluBackwardHost(hostOperand(grad), hostOperand(x), hostOperand(y));
+  chargeFusedKernel(device, "npu::npu_silu_backward", perf::OperatorKind::kActivation,
+                    streamingWork({&grad, &x, &y}, {&dx}, double(x.numel()), kOpsActivation));
+  return deviceResult(dx, device);
+}
+
 // ---- autograd
 template <class Signature>
 c10::TypedOperatorHandle<Signature> npuOp(const char* name) {
@@ -263,6 +333,48 @@ class FastGeluFunction : public torch::autograd::Function<FastGeluFunction> {
   }
 };
 
+class FastGeluAliasFunction : public torch::autograd::Function<FastGeluAliasFunction> {
+ public:
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x) {
+    static auto op = npuOp<Tensor(const Tensor&)>("npu::fast_gelu");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    ctx->save_for_backward({x});
+    return op.call(x);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    static auto op = npuOp<Tensor(const Tensor&, const Tensor&)>("npu::npu_fast_gelu_backward");
+    return {op.call(grads[0], ctx->get_saved_variables()[0])};
+  }
+};
+
+class SiluFunction : public torch::autograd::Function<SiluFunction> {
+ public:
+  static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x) {
+    static auto op = npuOp<Tensor(const Tensor&)>("npu::npu_silu");
+    at::AutoDispatchBelowADInplaceOrView guard;
+    Tensor y = op.call(x);
+    ctx->save_for_backward({x, y});
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    static auto op = npuOp<Tensor(const Tensor&, const Tensor&, const Tensor&)>("npu::npu_silu_backward");
+    const auto saved = ctx->get_saved_variables();
+    return {op.call(grads[0], saved[0], saved[1])};
+  }
+};
+
+Tensor& siluInplaceOrView(Tensor& self) {
+  static auto op = npuOp<Tensor&(Tensor&)>("npu::npu_silu_");
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(self);
+  }
+  self.unsafeGetTensorImpl()->bump_version();
+  return self;
+}
+
 Tensor swigluAutograd(const Tensor& x, int64_t dim) { return SwigluFunction::apply(x, dim); }
 std::tuple<Tensor, Tensor> gegluAutograd(const Tensor& x, int64_t dim, int64_t approximate, bool activateLeft) {
   auto outputs = GegluFunction::apply(x, dim, approximate, activateLeft);
@@ -272,6 +384,8 @@ Tensor geluAutograd(const Tensor& x, c10::string_view approximate) {
   return GeluFunction::apply(x, std::string(approximate));
 }
 Tensor fastGeluAutograd(const Tensor& x) { return FastGeluFunction::apply(x); }
+Tensor fastGeluAliasAutograd(const Tensor& x) { return FastGeluAliasFunction::apply(x); }
+Tensor siluAutograd(const Tensor& x) { return SiluFunction::apply(x); }
 
 }  // namespace
 
@@ -284,6 +398,10 @@ TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
   m.impl("npu_gelu_backward", TORCH_FN(geluBackwardNpu));
   m.impl("npu_fast_gelu", TORCH_FN(fastGeluNpu));
   m.impl("npu_fast_gelu_backward", TORCH_FN(fastGeluBackwardNpu));
+  m.impl("fast_gelu", TORCH_FN(fastGeluAliasNpu));
+  m.impl("npu_silu", TORCH_FN(siluNpu));
+  m.impl("npu_silu_", TORCH_FN(siluInplaceNpu));
+  m.impl("npu_silu_backward", TORCH_FN(siluBackwardNpu));
 }
 
 TORCH_LIBRARY_IMPL(npu, Meta, m) {
@@ -295,13 +413,21 @@ TORCH_LIBRARY_IMPL(npu, Meta, m) {
   m.impl("npu_gelu_backward", TORCH_FN(geluBackwardHost));
   m.impl("npu_fast_gelu", TORCH_FN(fastGeluHost));
   m.impl("npu_fast_gelu_backward", TORCH_FN(fastGeluBackwardHost));
+  m.impl("fast_gelu", TORCH_FN(fastGeluHost));
+  m.impl("npu_silu", TORCH_FN(siluHost));
+  m.impl("npu_silu_", TORCH_FN(siluInplaceMeta));
+  m.impl("npu_silu_backward", TORCH_FN(siluBackwardHost));
 }
+
+TORCH_LIBRARY_IMPL(npu, ADInplaceOrView, m) { m.impl("npu_silu_", TORCH_FN(siluInplaceOrView)); }
 
 TORCH_LIBRARY_IMPL(npu, Autograd, m) {
   m.impl("npu_swiglu", TORCH_FN(swigluAutograd));
   m.impl("npu_geglu", TORCH_FN(gegluAutograd));
   m.impl("npu_gelu", TORCH_FN(geluAutograd));
   m.impl("npu_fast_gelu", TORCH_FN(fastGeluAutograd));
+  m.impl("fast_gelu", TORCH_FN(fastGeluAliasAutograd));
+  m.impl("npu_silu", TORCH_FN(siluAutograd));
 }
 
 }  // namespace npusim::ops

@@ -10,6 +10,8 @@
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 
 #include "ops/KernelSupport.h"
+#include "perf/AttentionSparsity.h"
+#include "perf/Calibration.h"
 
 namespace npusim::ops {
 
@@ -209,21 +211,8 @@ at::Tensor sparseModeMask(int64_t mode, const at::Tensor& given, int64_t sq, int
 }
 
 double attendedFraction(int64_t mode, bool hasMask, int64_t sq, int64_t skv, int64_t pre, int64_t next) {
-  if (!hasMask || sq <= 0 || skv <= 0) return 1.0;
-  auto causal = [&](int64_t shift) {
-    // Rows i attend to keys j <= i + shift.
-    double attended = 0;
-    const int64_t first = std::clamp<int64_t>(-shift, 0, sq);  // rows before this see nothing
-    const int64_t full = std::clamp<int64_t>(skv - 1 - shift, 0, sq);  // rows from here see everything
-    for (int64_t row = first; row < std::max(first, full); ++row) attended += double(row + shift + 1);
-    attended += double(sq - std::max(first, full)) * double(skv);
-    return std::clamp(attended / (double(sq) * double(skv)), 0.0, 1.0);
-  };
-  switch (mode) {
-    case 2: return causal(0);
-    case 3: return causal(skv - sq);
-    default: return 1.0;
-  }
+  if (sq <= 0 || skv <= 0) return 1.0;
+  return perf::attentionBlocks(mode, hasMask, sq, skv, pre, next, 0, perf::calibration::kFlashQueryBlock).fraction();
 }
 
 at::Tensor dropoutKeepMask(int64_t numel, double keepProb, int64_t seed, int64_t offset,
@@ -252,8 +241,10 @@ at::Tensor toBnsd(const at::Tensor& t, AttentionLayout layout, int64_t heads) {
 at::Tensor fromBnsd(const at::Tensor& t, AttentionLayout layout) {
   const int64_t b = t.size(0), n = t.size(1), s = t.size(2), d = t.size(3);
   switch (layout) {
-    case AttentionLayout::kBSH: return t.permute({0, 2, 1, 3}).reshape({b, s, n * d});
-    case AttentionLayout::kSBH: return t.permute({2, 0, 1, 3}).reshape({s, b, n * d});
+    // reshape keeps a view where the strides allow one; the kernels' results (and their Meta
+    // functions, which torch.compile traces with) are contiguous in the layout.
+    case AttentionLayout::kBSH: return t.permute({0, 2, 1, 3}).reshape({b, s, n * d}).contiguous();
+    case AttentionLayout::kSBH: return t.permute({2, 0, 1, 3}).reshape({s, b, n * d}).contiguous();
     case AttentionLayout::kBSND: return t.permute({0, 2, 1, 3}).contiguous();
     case AttentionLayout::kBNSD: return t.contiguous();
     case AttentionLayout::kTND: return t.squeeze(0).permute({1, 0, 2}).contiguous();

@@ -55,7 +55,8 @@ AttentionGrads attentionBackward(const AttentionProblem& problem, const at::Tens
 at::Tensor sparseModeMask(int64_t sparseMode, const at::Tensor& given, int64_t sq, int64_t skv, int64_t pre,
                           int64_t next, int64_t prefixLength, const at::TensorOptions& options);
 
-// Share of the score blocks a sparse mode leaves to compute (cost model).
+// Share of the score matrix a sparse mode leaves the kernel to compute, by the
+// key range of each 128-row query block (perf/AttentionSparsity.h).
 double attendedFraction(int64_t sparseMode, bool hasMask, int64_t sq, int64_t skv, int64_t pre, int64_t next);
 
 // The Bernoulli keep mask of the dropout that (seed, offset) name: the same

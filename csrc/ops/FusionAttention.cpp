@@ -15,6 +15,7 @@
 #include "backend/device/NpuGenerator.h"
 #include "ops/AttentionMath.h"
 #include "ops/KernelSupport.h"
+#include "perf/AttentionSparsity.h"
 #include "perf/Calibration.h"
 
 namespace npusim::ops {
@@ -244,14 +245,18 @@ std::pair<int64_t, int64_t> nextDropoutSeedAndOffset(int device) {
   return {static_cast<int64_t>(seed), static_cast<int64_t>(current)};
 }
 
-perf::FusedKernelWork attentionWork(const Geometry& g, const Tensor& q, double fraction, bool backward,
+// The FlashAttention kernel's work: its GEMMs over the score blocks the
+// sparse mode leaves to compute (perf/AttentionSparsity.h, per TND batch), the
+// online softmax on those scores, one work item per non-empty query block.
+perf::FusedKernelWork attentionWork(const Geometry& g, const Tensor& q, const Options& o, bool hasMask, bool backward,
                                     double hbmBytes) {
   perf::FusedKernelWork work;
   if (!perf::fusedCubePrecision(perfDtype(q.scalar_type()), work.precision, work.operandBytes)) {
     work.precision = perf::CubePrecision::kFloat32, work.operandBytes = 4;
   }
-  auto addBlock = [&](int64_t heads2d, int64_t sq, int64_t skv) {
-    if (sq <= 0 || skv <= 0) return;
+  double computed = 0, full = 0;
+  auto addProblem = [&](int64_t heads2d, int64_t sq, int64_t skv, int64_t prefix) {
+    if (heads2d <= 0 || sq <= 0 || skv <= 0) return;
     work.addGemm(perf::GemmShape{heads2d, sq, skv, g.headDim});   // S = Q K^T
     work.addGemm(perf::GemmShape{heads2d, sq, g.valueDim, skv});  // O = P V
     if (backward) {
@@ -259,21 +264,29 @@ perf::FusedKernelWork attentionWork(const Geometry& g, const Tensor& q, double f
       work.addGemm(perf::GemmShape{heads2d, sq, g.headDim, skv});   // dQ = dS K
       work.addGemm(perf::GemmShape{heads2d, skv, g.headDim, sq});   // dK = dS^T Q
     }
-    work.vectorElements += double(heads2d) * double(sq) * double(skv) * fraction;
-    // One core takes a block of query rows through every key block in turn.
-    const int64_t block = perf::calibration::kFlashQueryBlock;
-    work.parallelBlocks += double(heads2d) * double((sq + block - 1) / block);
+    const perf::AttentionBlockWork blocks = perf::attentionBlocks(o.sparseMode, hasMask, sq, skv, o.pre, o.next,
+                                                                  prefix, perf::calibration::kFlashQueryBlock);
+    computed += double(heads2d) * blocks.computedScores;
+    full += double(heads2d) * blocks.fullScores;
+    work.vectorElements += double(heads2d) * blocks.computedScores;
+    work.parallelBlocks += double(heads2d) * double(blocks.queryBlocks);
+  };
+  const bool prefixMode = hasMask && (o.sparseMode == 5 || o.sparseMode == 6);
+  auto prefixOf = [&](int64_t b) {
+    return prefixMode && b < static_cast<int64_t>(o.prefix.size()) ? o.prefix[b] : int64_t(0);
   };
   if (g.layout == AttentionLayout::kTND) {
     int64_t qPrev = 0, kvPrev = 0;
     for (size_t b = 0; b < g.qEnds.size(); ++b) {
-      addBlock(g.heads, g.qEnds[b] - qPrev, g.kvEnds[b] - kvPrev);
+      addProblem(g.heads, g.qEnds[b] - qPrev, g.kvEnds[b] - kvPrev, prefixOf(static_cast<int64_t>(b)));
       qPrev = g.qEnds[b], kvPrev = g.kvEnds[b];
     }
+  } else if (prefixMode) {
+    for (int64_t b = 0; b < g.batch; ++b) addProblem(g.heads, g.sq, g.skv, prefixOf(b));
   } else {
-    addBlock(g.batch * g.heads, g.sq, g.skv);
+    addProblem(g.batch * g.heads, g.sq, g.skv, 0);
   }
-  work.cubeFraction = fraction;
+  work.cubeFraction = full > 0 ? computed / full : 1.0;
   work.opsPerElement = perf::calibration::kFlashOpsPerScore * (backward ? 2.0 : 1.0);
   work.computeType = perf::DType::kFloat32;
   work.hbmBytes = hbmBytes;
@@ -369,11 +382,10 @@ ForwardResult fusionAttention(const Tensor& query, const Tensor& key, const Tens
   ForwardResult host = fusionAttentionHost(hostOperand(query), hostOperand(key), hostOperand(value), g,
                                            hostOperand(pse), boolMask(hostOperand(attenMask)), o, dropSeed,
                                            dropOffset);
-  const double fraction = attendedFraction(sparseMode, attenMask.has_value(), g.sq, g.skv, preTokens, nextTokens);
   const double bytes = bytesOf(query) + bytesOf(key) + bytesOf(value) + bytesOf(pse) + bytesOf(attenMask) +
                        bytesOf(std::get<0>(host)) + bytesOf(std::get<1>(host)) + bytesOf(std::get<2>(host));
   chargeFusedKernel(device, "npu::npu_fusion_attention", perf::OperatorKind::kAttention,
-                    attentionWork(g, query, fraction, false, bytes));
+                    attentionWork(g, query, o, attenMask.has_value(), false, bytes));
   return {deviceResult(std::get<0>(host), device), deviceResult(std::get<1>(host), device),
           deviceResult(std::get<2>(host), device), deviceResult(std::get<3>(host), device), std::get<4>(host),
           std::get<5>(host), std::get<6>(host)};
@@ -458,11 +470,10 @@ GradResult fusionAttentionGradImpl(const Tensor& query, const Tensor& key, const
       hostOperand(query), hostOperand(key), hostOperand(value), hostOperand(dy), g, hostOperand(pse),
       boolMask(hostOperand(attenMask)), rowsOfStats(hostOperand(softmaxMax)), rowsOfStats(hostOperand(softmaxSum)),
       hostAttention.value_or(Tensor()), o, seed, offset);
-  const double fraction = attendedFraction(sparseMode, attenMask.has_value(), g.sq, g.skv, preTokens, nextTokens);
   const double bytes = 2.0 * (bytesOf(query) + bytesOf(key) + bytesOf(value)) + 2.0 * bytesOf(dy) + bytesOf(pse) +
                        bytesOf(attenMask) + bytesOf(softmaxMax) + bytesOf(softmaxSum);
   chargeFusedKernel(device, "npu::npu_fusion_attention_grad", perf::OperatorKind::kAttentionBackward,
-                    attentionWork(g, query, fraction, true, bytes));
+                    attentionWork(g, query, o, attenMask.has_value(), true, bytes));
   return {deviceResult(std::get<0>(host), device), deviceResult(std::get<1>(host), device),
           deviceResult(std::get<2>(host), device), deviceResult(std::get<3>(host), device), Tensor()};
 }

@@ -47,6 +47,18 @@ TORCH_LIBRARY(npu, m) {
   m.def("npu_gelu_backward(Tensor grad_output, Tensor self, *, str approximate='none') -> Tensor");
   m.def("npu_fast_gelu(Tensor self) -> Tensor");
   m.def("npu_fast_gelu_backward(Tensor grad, Tensor self) -> Tensor");
+  // fast_gelu is npu_fast_gelu under its older name (both exposed; torch_npu.jit's fusion pass
+  // rewrites aten::gelu into npu::fast_gelu).
+  m.def("fast_gelu(Tensor self) -> Tensor");
+  m.def("npu_silu(Tensor self) -> Tensor");
+  m.def("npu_silu_(Tensor(a!) self) -> Tensor(a!)");
+  m.def("npu_silu_backward(Tensor grad_output, Tensor x0, Tensor x1) -> Tensor");
+
+  // ---- reductions and slicing of the ModelZoo era (reference §4.14)
+  m.def("npu_max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)");
+  m.def("npu_max_backward(Tensor grad, int dim, Tensor indices, SymInt[] sizes, bool keepdim) -> Tensor");
+  m.def("npu_slice(Tensor self, int[] offsets, int[] size) -> Tensor");
+  m.def("npu_slice.out(Tensor self, int[] offsets, int[] size, *, Tensor(a!) out) -> Tensor(a!)");
 
   // ---- softmax, loss, layout
   m.def("npu_scaled_masked_softmax(Tensor x, Tensor mask, Scalar scale=1, bool fixed_triu_mask=False) -> Tensor");
@@ -110,6 +122,15 @@ TORCH_LIBRARY(npu, m) {
       "npu_apply_adam.out(Scalar beta1_power, Scalar beta2_power, Scalar lr, Scalar beta1, Scalar beta2, "
       "Scalar epsilon, Tensor grad, bool? use_locking, bool? use_nesterov, *, Tensor(a!) var, Tensor(b!) m, "
       "Tensor(c!) v) -> (Tensor(a!), Tensor(b!), Tensor(c!))");
+
+  m.def(
+      "npu_bert_apply_adam(Scalar lr, Scalar beta1, Scalar beta2, Scalar epsilon, Tensor grad, "
+      "Scalar max_grad_norm, Scalar global_grad_norm, Scalar weight_decay, Scalar? step_size=None, "
+      "int adam_mode=0) -> (Tensor var, Tensor m, Tensor v)");
+  m.def(
+      "npu_bert_apply_adam.out(Scalar lr, Scalar beta1, Scalar beta2, Scalar epsilon, Tensor grad, "
+      "Scalar max_grad_norm, Scalar global_grad_norm, Scalar weight_decay, Scalar? step_size=None, "
+      "int adam_mode=0, *, Tensor(a!) var, Tensor(b!) m, Tensor(c!) v) -> (Tensor(a!), Tensor(b!), Tensor(c!))");
 
   // ---- attention (inference)
   m.def(

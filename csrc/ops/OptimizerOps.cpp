@@ -1,6 +1,9 @@
-// npu_apply_adam_w and npu_apply_adam (reference §4.7): one fused optimizer
-// step updating var, m and v in place (.out forms; the functional forms raise
-// as on the aclnn path). Math in fp32, written back in the tensors' dtypes.
+// npu_apply_adam_w and npu_apply_adam (reference §4.7), npu_bert_apply_adam
+// (the ApplyAdamV2 kernel of BERT's optimizer): one fused optimizer step
+// updating var, m and v in place (.out forms; the functional forms raise as in
+// torch_npu). Math in fp32, written back in the tensors' dtypes.
+#include <cmath>
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
@@ -55,6 +58,37 @@ void adamHost(double beta1Power, double beta2Power, double lr, double beta1, dou
   v.copy_(vNew);
 }
 
+// ApplyAdamV2 (adam_mode 0 "adam", 1 "mbart_adam"). The kernel tests its scalar
+// switches after rounding them up to integers: gradient clipping by the global norm
+// when ceil(max_grad_norm) > 0 and ceil(global_grad_norm) > 1 (adam only), weight decay
+// when ceil(weight_decay) > 0. In mbart_adam mode the decay term the kernel adds is
+// lr * var (its weight_decay product is overwritten before use); npusim computes what
+// the kernel computes.
+void bertAdamHost(double lr, double beta1, double beta2, double epsilon, const Tensor& grad, double maxGradNorm,
+                  double globalGradNorm, double weightDecay, std::optional<double> stepSize, int64_t adamMode,
+                  const Tensor& var, const Tensor& m, const Tensor& v) {
+  const bool mbart = adamMode != 0;
+  const bool decay = std::ceil(weightDecay) > 0;
+  Tensor g = grad.to(at::kFloat);
+  if (!mbart && std::ceil(maxGradNorm) > 0 && std::ceil(globalGradNorm) > 1) g = g * (1.0 / globalGradNorm);
+  const Tensor varF = var.to(at::kFloat);
+  const Tensor mNew = m.to(at::kFloat) * beta1 + g * (1 - beta1);
+  const Tensor vNew = v.to(at::kFloat) * beta2 + g.square() * (1 - beta2);
+  Tensor update = mNew / (at::sqrt(vNew) + epsilon);
+  Tensor varNew;
+  if (mbart) {
+    update = update * stepSize.value_or(0.0);
+    if (decay) update = update + varF * lr;
+    varNew = varF - update;
+  } else {
+    if (decay) update = update + varF * weightDecay;
+    varNew = varF - update * lr;
+  }
+  var.copy_(varNew);
+  m.copy_(mNew);
+  v.copy_(vNew);
+}
+
 perf::FusedKernelWork optimizerWork(const Tensor& grad, const Tensor& var, const Tensor& m, const Tensor& v) {
   // Reads grad, var, m, v; writes var, m, v.
   perf::FusedKernelWork work = streamingWork({&grad, &var, &m, &v}, {&var, &m, &v}, double(grad.numel()),
@@ -97,6 +131,50 @@ Outputs adamOutImpl(const at::Scalar& beta1Power, const at::Scalar& beta2Power, 
   chargeFusedKernel(device, "npu::npu_apply_adam.out", perf::OperatorKind::kOptimizerFused,
                     optimizerWork(grad, var, m, v));
   return {var, m, v};
+}
+
+Outputs bertAdamOutImpl(const at::Scalar& lr, const at::Scalar& beta1, const at::Scalar& beta2,
+                        const at::Scalar& epsilon, const Tensor& grad, const at::Scalar& maxGradNorm,
+                        const at::Scalar& globalGradNorm, const at::Scalar& weightDecay,
+                        const std::optional<at::Scalar>& stepSize, int64_t adamMode, Tensor& var, Tensor& m,
+                        Tensor& v, bool onDevice) {
+  checkState(grad, var, m, v, "npu_bert_apply_adam");
+  NPU_OPS_CHECK(var.scalar_type() == at::kHalf || var.scalar_type() == at::kFloat,
+                "npu_bert_apply_adam: var must be float16 or float32, but got ", var.scalar_type());
+  NPU_OPS_CHECK(m.scalar_type() == var.scalar_type() && v.scalar_type() == var.scalar_type() &&
+                    grad.scalar_type() == var.scalar_type(),
+                "npu_bert_apply_adam: m, v and grad must have the dtype of var (", var.scalar_type(), ")");
+  NPU_OPS_CHECK(adamMode == 0 || adamMode == 1, "npu_bert_apply_adam: adam_mode must be 0 (adam) or 1 (mbart_adam), "
+                "but got ", adamMode);
+  NPU_OPS_CHECK(adamMode == 0 || stepSize.has_value(), "npu_bert_apply_adam: adam_mode 1 (mbart_adam) needs step_size");
+  if (!onDevice) return {var, m, v};
+  requireNpuTensors({&grad, &var, &m, &v});
+  const int device = var.device().index();
+  std::optional<double> step;
+  if (stepSize.has_value()) step = stepSize->toDouble();
+  bertAdamHost(lr.toDouble(), beta1.toDouble(), beta2.toDouble(), epsilon.toDouble(), hostOperand(grad),
+               maxGradNorm.toDouble(), globalGradNorm.toDouble(), weightDecay.toDouble(), step, adamMode,
+               hostOperand(var), hostOperand(m), hostOperand(v));
+  chargeFusedKernel(device, "npu::npu_bert_apply_adam.out", perf::OperatorKind::kOptimizerFused,
+                    optimizerWork(grad, var, m, v));
+  return {var, m, v};
+}
+
+Outputs bertAdamOutNpu(const at::Scalar& lr, const at::Scalar& beta1, const at::Scalar& beta2,
+                       const at::Scalar& epsilon, const Tensor& grad, const at::Scalar& maxGradNorm,
+                       const at::Scalar& globalGradNorm, const at::Scalar& weightDecay,
+                       const std::optional<at::Scalar>& stepSize, int64_t adamMode, Tensor& var, Tensor& m,
+                       Tensor& v) {
+  return bertAdamOutImpl(lr, beta1, beta2, epsilon, grad, maxGradNorm, globalGradNorm, weightDecay, stepSize, adamMode,
+                         var, m, v, true);
+}
+Outputs bertAdamOutMeta(const at::Scalar& lr, const at::Scalar& beta1, const at::Scalar& beta2,
+                        const at::Scalar& epsilon, const Tensor& grad, const at::Scalar& maxGradNorm,
+                        const at::Scalar& globalGradNorm, const at::Scalar& weightDecay,
+                        const std::optional<at::Scalar>& stepSize, int64_t adamMode, Tensor& var, Tensor& m,
+                        Tensor& v) {
+  return bertAdamOutImpl(lr, beta1, beta2, epsilon, grad, maxGradNorm, globalGradNorm, weightDecay, stepSize, adamMode,
+                         var, m, v, false);
 }
 
 Outputs adamWOutNpu(const at::Scalar& beta1Power, const at::Scalar& beta2Power, const at::Scalar& lr,
@@ -170,6 +248,24 @@ Outputs adamOutInplaceOrView(const at::Scalar& beta1Power, const at::Scalar& bet
   return {var, m, v};
 }
 
+Outputs bertAdamOutInplaceOrView(const at::Scalar& lr, const at::Scalar& beta1, const at::Scalar& beta2,
+                                 const at::Scalar& epsilon, const Tensor& grad, const at::Scalar& maxGradNorm,
+                                 const at::Scalar& globalGradNorm, const at::Scalar& weightDecay,
+                                 const std::optional<at::Scalar>& stepSize, int64_t adamMode, Tensor& var, Tensor& m,
+                                 Tensor& v) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("npu::npu_bert_apply_adam", "out")
+                       .typed<Outputs(const at::Scalar&, const at::Scalar&, const at::Scalar&, const at::Scalar&,
+                                      const Tensor&, const at::Scalar&, const at::Scalar&, const at::Scalar&,
+                                      const std::optional<at::Scalar>&, int64_t, Tensor&, Tensor&, Tensor&)>();
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(lr, beta1, beta2, epsilon, grad, maxGradNorm, globalGradNorm, weightDecay, stepSize, adamMode, var, m, v);
+  }
+  bumpVersions(var, m, v);
+  return {var, m, v};
+}
+
 // The functional forms have no aclnn kernel in torch_npu.
 std::tuple<Tensor, Tensor, Tensor> adamWFunctional(const at::Scalar&, const at::Scalar&, const at::Scalar&,
                                                    const at::Scalar&, const at::Scalar&, const at::Scalar&,
@@ -185,9 +281,19 @@ std::tuple<Tensor, Tensor, Tensor> adamFunctional(const at::Scalar&, const at::S
   return {};
 }
 
+std::tuple<Tensor, Tensor, Tensor> bertAdamFunctional(const at::Scalar&, const at::Scalar&, const at::Scalar&,
+                                                      const at::Scalar&, const Tensor&, const at::Scalar&,
+                                                      const at::Scalar&, const at::Scalar&,
+                                                      const std::optional<at::Scalar>&, int64_t) {
+  NPU_OPS_CHECK(false, "npu_bert_apply_adam is not implemented for Tensor");
+  return {};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
+  m.impl("npu_bert_apply_adam", TORCH_FN(bertAdamFunctional));
+  m.impl("npu_bert_apply_adam.out", TORCH_FN(bertAdamOutNpu));
   m.impl("npu_apply_adam_w", TORCH_FN(adamWFunctional));
   m.impl("npu_apply_adam_w.out", TORCH_FN(adamWOutNpu));
   m.impl("npu_apply_adam", TORCH_FN(adamFunctional));
@@ -195,11 +301,13 @@ TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
 }
 
 TORCH_LIBRARY_IMPL(npu, Meta, m) {
+  m.impl("npu_bert_apply_adam.out", TORCH_FN(bertAdamOutMeta));
   m.impl("npu_apply_adam_w.out", TORCH_FN(adamWOutMeta));
   m.impl("npu_apply_adam.out", TORCH_FN(adamOutMeta));
 }
 
 TORCH_LIBRARY_IMPL(npu, ADInplaceOrView, m) {
+  m.impl("npu_bert_apply_adam.out", TORCH_FN(bertAdamOutInplaceOrView));
   m.impl("npu_apply_adam_w.out", TORCH_FN(adamWOutInplaceOrView));
   m.impl("npu_apply_adam.out", TORCH_FN(adamOutInplaceOrView));
 }

@@ -81,6 +81,17 @@ inline constexpr double kL1ResidentPanelBytes = 256.0 * 1024;
 // sums cost more than the parallelism gains).
 inline constexpr int64_t kMinKStepsPerSplit = 4;
 
+// --------------------------------------------------------------- HBM reach
+// What streams from HBM is moved by the AI cores' DMA engines, each at most
+// ddr_rate = 32 B/cycle (CANN platform ini, [AICoreMemoryRates] ddr_rate of
+// the 910B, §2.2; CANN's own roofline takes HBM B/s = cores x ddr_rate x
+// clock). 24 AI cores at 1.8 GHz reach 1.38 TB/s, above the 1.36 the chip
+// files allow the HBM (1.6 TB/s x 0.85), so the 910B2 is HBM-bound as
+// before; the 20 cores of a 910B3 reach only 1.15 TB/s and stream that much
+// slower (ChipRates.cpp). A2 family only: the first-generation 910's ini is
+// not quoted.
+inline constexpr double kDdrBytesPerCyclePerCore = 32.0;
+
 // ------------------------------------------------------------- Vector unit
 // Minimum device time of any kernel: §6.3 working value "~5-10 us per
 // kernel on device"; a vector kernel pays it on top of its work.
@@ -129,6 +140,12 @@ inline constexpr double kStridedBandwidthFraction = 0.5;
 // base tile height (kBaseTileM), the block FlashAttentionScore tiles the
 // query sequence in [I].
 inline constexpr int64_t kFlashQueryBlock = 128;
+// Under a sparse_mode the kernel loops, per query block, over one contiguous
+// key range (AttentionSparsity.h) in Cube tiles of 128 keys (the 128 x 128
+// Cube base block of "FA/FAG算子设计介绍" §2.1, ops-transformer docs); the
+// key-tile count is what the block-count tests check, the price follows the
+// keys in the range.
+inline constexpr int64_t kFlashKeyTile = 128;
 // Fused attention (FlashAttention-style: scores stay on chip). Vector work
 // per score element: scale, row max, subtract, exp, row sum, cast, and the
 // rescale of the running output, ~10 binary-op equivalents in fp32 [I]. The
@@ -144,6 +161,19 @@ inline constexpr int64_t kFlashQueryBlock = 128;
 inline constexpr double kFlashOpsPerScore = 10.0;
 inline constexpr double kFlashBackwardVectorFactor = 2.0;
 inline constexpr double kFlashBackwardCubeFactor = 2.5;
+
+// ------------------------------------------ Communication alongside compute
+// A collective overlapped with compute on the same chip hides only part of
+// the shorter of the two: pto-isa's fused GEMM + all-reduce on 8 Ascend 910B
+// (24 compute blocks; hw-native-sys/pto-isa kernels/manual/a2a3/gemm_ar/
+// README.md @ 3186c381bd49, M 5416 K 6144 N 1408 fp16) measures compute
+// 371.6 us and all-reduce 437.3 us run one after the other (808.9 us), and
+// 560.6 us pipelined: 248.4 us hidden, 66.8% of the shorter phase (the GEMM
+// finished on time, 367.2 us; the all-reduce ran slower while it shared the
+// chip). Used for MC2's fused kernels, Megatron's asynchronous tensor-parallel
+// collectives behind a GEMM and overlapped data-parallel reductions
+// (CollectiveModel.h exposedCommunicationSeconds).
+inline constexpr double kComputeCommunicationOverlap = 0.668;
 
 // ------------------------------------------------------------------ AI CPU
 // AI CPU kernels run on the SoC's ARM cores (ai_cpu_cnt 6-7, §2.2), "orders

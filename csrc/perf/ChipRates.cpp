@@ -1,5 +1,7 @@
 #include "perf/ChipRates.h"
 
+#include <algorithm>
+
 #include "perf/Calibration.h"
 
 namespace npusim::perf {
@@ -16,6 +18,11 @@ ChipRates ChipRates::fromChip(const runtime::ChipSpec& chip) {
   rates.vectorBytesPerRepeat = chip.vectorBytesPerCycle > 0 ? chip.vectorBytesPerCycle : 256;
   const double efficiency = chip.hbmBandwidthEfficiency > 0 ? chip.hbmBandwidthEfficiency : 0.85;
   rates.hbmBytesPerSecond = (chip.hbmBandwidthGbps > 0 ? chip.hbmBandwidthGbps : 1600.0) * 1e9 * efficiency;
+  if (chip.chipFamily == "A2") {
+    // The cores' DMA engines bound what they can stream (Calibration.h kDdrBytesPerCyclePerCore).
+    const double reach = calibration::kDdrBytesPerCyclePerCore * double(rates.cubeCores) * rates.clockHz;
+    rates.hbmBytesPerSecond = std::min(rates.hbmBytesPerSecond, reach);
+  }
   rates.l2Bytes = chip.l2CacheBytes > 0 ? double(chip.l2CacheBytes) : 192.0 * 1024 * 1024;
   rates.l2ReadBytesPerSecond = calibration::kL2ReadBytesPerCyclePerCore * double(rates.cubeCores) * rates.clockHz;
   // Measured on the A2 family only; the first-generation 910's 32 MB L2 has

@@ -19,7 +19,7 @@ struct ChipRates {
   double int8MacsPerCycle = 0;     // per core
   double fp32RateOfHalf = 0;       // cube_fp32_rate
   double vectorBytesPerRepeat = 0; // 256 B per repeat per AIV
-  double hbmBytesPerSecond = 0;    // achievable: nominal x efficiency
+  double hbmBytesPerSecond = 0;    // achievable: nominal x efficiency, at most what the cores' DMA reaches
   double l2Bytes = 0;
   double l2ReadBytesPerSecond = 0;
   double l2OverflowStall = 0;      // GEMM stall per unit of L2 overflow (Calibration.h)

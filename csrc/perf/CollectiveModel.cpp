@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 
+#include "perf/Calibration.h"
+
 namespace npusim::perf {
 namespace {
 
@@ -16,6 +18,11 @@ uint64_t transferNs(double bytes, double bytesPerS) noexcept {
 bool isPowerOfTwo(int value) noexcept { return value > 0 && std::has_single_bit(static_cast<unsigned>(value)); }
 
 }  // namespace
+
+double exposedCommunicationSeconds(double communicationSeconds, double computeSeconds) noexcept {
+  const double comm = std::max(0.0, communicationSeconds), compute = std::max(0.0, computeSeconds);
+  return std::max(0.0, comm - calibration::kComputeCommunicationOverlap * std::min(comm, compute));
+}
 
 const char* collectiveName(Collective op) noexcept {
   switch (op) {

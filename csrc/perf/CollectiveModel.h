@@ -77,6 +77,15 @@ struct CollectiveCost {
   double busBandwidth(uint64_t bytes) const noexcept;
 };
 
+// The time a collective adds when it runs alongside compute on the same
+// chip: MC2's fused collective + GEMM kernels (npu_all_gather_base_mm,
+// npu_mm_reduce_scatter_base), Megatron's asynchronous all-gather or
+// reduce-scatter behind a GEMM of the backward, a data-parallel gradient
+// reduction behind the last backward. Overlap hides only part of the shorter
+// of the two (calibration::kComputeCommunicationOverlap, measured on 8 910B
+// NPUs): communication - overlap x min(communication, compute), never below 0.
+double exposedCommunicationSeconds(double communicationSeconds, double computeSeconds) noexcept;
+
 class CollectiveModel {
  public:
   explicit CollectiveModel(InterconnectRates rates = {}) : rates_(rates) {}

@@ -192,6 +192,24 @@ Cost CostModel::price(OperatorKind kind, const TensorDesc* inputs, int inputCoun
   return priceAiCore(request);
 }
 
+Cost CostModel::transfer(Transfer kind, uint64_t bytes, bool pinnedHost) const noexcept {
+  if (kind == Transfer::kHostToDevice || kind == Transfer::kDeviceToHost) {
+    Cost cost;
+    cost.unit = Unit::kTransfer;
+    cost.bytes = static_cast<double>(bytes);
+    cost.deviceNs = kind == Transfer::kHostToDevice ? hostToDevice(bytes, pinnedHost) : deviceToHost(bytes, pinnedHost);
+    return cost;
+  }
+  const int64_t elements = static_cast<int64_t>(bytes);
+  TensorDesc desc;
+  desc.sizes = &elements;
+  desc.rank = 1;
+  desc.dtype = DType::kUInt8;
+  const bool reads = kind == Transfer::kDeviceToDevice;
+  return price(OperatorKind::kDataMovement, reads ? &desc : nullptr, reads ? 1 : 0, &desc, 1, Placement::kAiCore,
+               CostOptions{});
+}
+
 runtime::SimTimeNs CostModel::hostToDevice(uint64_t bytes, bool pinned) const noexcept {
   if (bytes == 0) return 0;
   const double fraction = pinned ? cal::kPinnedPcieFraction : cal::kPageablePcieFraction;

@@ -79,6 +79,9 @@ struct CostOptions {
   bool allowHf32Conv = true;     // torch.npu.conv.allow_hf32 (default True)
 };
 
+// A data transfer as both faces of npusim issue it (PyTorch's copies, AscendCL's memcpy/memset).
+enum class Transfer { kHostToDevice, kDeviceToHost, kDeviceToDevice, kMemset };
+
 class CostModel {
  public:
   explicit CostModel(const runtime::ChipSpec& chip);
@@ -93,6 +96,9 @@ class CostModel {
   runtime::SimTimeNs hostToDevice(uint64_t bytes, bool pinned) const noexcept;
   runtime::SimTimeNs deviceToHost(uint64_t bytes) const noexcept { return deviceToHost(bytes, false); }
   runtime::SimTimeNs deviceToHost(uint64_t bytes, bool pinned) const noexcept;
+  // A transfer of `bytes`: PCIe for host<->device (by `pinnedHost`), a data-movement kernel
+  // for a device copy (reads and writes `bytes`) or a memset (writes them).
+  Cost transfer(Transfer kind, uint64_t bytes, bool pinnedHost) const noexcept;
   // Host cost of launching one operator; TASK_QUEUE_ENABLE 0 (synchronous),
   // 1 (default) or 2. Out-of-range levels are clamped.
   runtime::SimTimeNs hostDispatchNs(int taskQueueLevel) const noexcept;

@@ -118,10 +118,13 @@ def _register_backend() -> None:
     _C._set_interactive(is_interactive_session())
     # Frames under these directories are library code: the placement report names the first
     # frame outside them as the user's source line.
-    _C._set_library_paths([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
+    # npusim_tools (the console scripts' launcher) is npusim's too.
+    library_paths = [os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep,
+                     os.path.join(os.path.dirname(os.path.dirname(__file__)), "npusim_tools") + os.sep]
+    _C._set_library_paths(library_paths)
     from npusim import _sync_labels
 
-    _sync_labels.set_library_prefixes([os.path.dirname(torch.__file__) + os.sep, os.path.dirname(__file__) + os.sep])
+    _sync_labels.set_library_prefixes(library_paths)
 
     if backend_registration._privateuse1_backend_name != "npu":
         # Also aliases ProfilerActivity.NPU and DeviceType.NPU.
@@ -163,6 +166,9 @@ def _load() -> None:
     _refuse_next_to_torch_npu()
     _check_device_conflict()
     _register_backend()
+    # The features, each registering itself with the layers below (torch.npu, torch.distributed,
+    # Dynamo's import hooks); nothing below imports them.
+    from npusim.npu import amp  # noqa: F401  (torch.npu.amp: a subpackage joins torch.npu as it loads)
     from npusim import _compat_finder
 
     _compat_finder.install()
@@ -172,6 +178,9 @@ def _load() -> None:
     from npusim import compile as _compile
 
     _compile.install()  # torch.compile on npu (lazy: nothing of Dynamo is imported here)
+    from npusim import compare as _compare
+
+    _compare.install()  # `import msprobe` served where no real msprobe is installed
     _REGISTERED = True
 
 

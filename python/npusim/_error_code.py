@@ -15,7 +15,16 @@ import os
 import sys
 import time
 
-__all__ = ["SubModule", "ErrCode", "error_suffix", "pta_error", "ops_error", "dist_error", "is_interactive_session"]
+__all__ = [
+    "SubModule",
+    "ErrCode",
+    "error_suffix",
+    "pta_error",
+    "ops_error",
+    "dist_error",
+    "is_interactive_session",
+    "register_current_device_query",
+]
 
 
 class SubModule(enum.Enum):
@@ -58,15 +67,25 @@ class ErrCode(enum.Enum):
         return self.value[1]
 
 
+# Who answers "the current NPU of this thread, or -1 while the runtime is not up" (never starting
+# it): the device module's lazy initialization (npusim.npu._lazy) registers its query when it
+# loads, so that this module, below it, needs nothing of it. Until then the suffix says -1.
+_current_device_query = None
+
+
+def register_current_device_query(query) -> None:
+    """Set the function that names the current device in the suffix (``npusim.npu._lazy`` calls it)."""
+    global _current_device_query
+    _current_device_query = query
+
+
 def _current_device() -> int:
     """The current NPU of this thread, or -1 when the runtime is not up (never initializes it)."""
+    query = _current_device_query
+    if query is None:
+        return -1
     try:
-        from npusim import _C
-        from npusim.npu._lazy import _runtime_initialized
-
-        if not _runtime_initialized():
-            return -1
-        return int(_C._get_device())
+        return int(query())
     except Exception:
         return -1
 

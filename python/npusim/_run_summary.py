@@ -34,6 +34,9 @@ class RunSummary:
     placement: dict[str, Any] = dataclasses.field(default_factory=dict)
     performance: dict[str, Any] = dataclasses.field(default_factory=dict)
     compile: dict[str, Any] = dataclasses.field(default_factory=dict)  # npusim.compile.report
+    # Operator calls that computed in HF32 (matmul_calls, convolution_calls): results then differ
+    # from an fp32 CPU run, and the summary says so.
+    hf32: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def top_operators(self, count: int = 5) -> list[tuple[str, int]]:
         ranked = sorted(self.operator_counts.items(), key=lambda item: (-item[1], item[0]))
@@ -84,6 +87,10 @@ def collect(steps: int | None = None) -> RunSummary:
     if not summary.runtime_initialized:
         return summary
     try:
+        summary.hf32 = {str(k): int(v) for k, v in dict(_C._hf32_usage()).items()}
+    except Exception:
+        summary.hf32 = {}
+    try:
         from npusim.placement import placement_report
 
         summary.placement = placement_report()
@@ -119,6 +126,22 @@ def _milliseconds(ns: int) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
+def _numerics_lines(hf32: dict[str, int]) -> list[str]:
+    """One line for each HF32 switch that changed results in this run, with the switch to turn it off."""
+    lines = []
+    convolutions = hf32.get("convolution_calls", 0)
+    if convolutions:
+        lines.append(f"numerics: {convolutions} fp32 convolution calls ran in HF32 (torch_npu's default "
+                     "torch.npu.conv.allow_hf32 = True), so results differ from an fp32 CPU run; "
+                     "torch.npu.conv.allow_hf32 = False computes them in fp32")
+    matmuls = hf32.get("matmul_calls", 0)
+    if matmuls:
+        lines.append(f"numerics: {matmuls} fp32 matmul calls ran in HF32 (torch.npu.matmul.allow_hf32 = True), "
+                     "so results differ from an fp32 CPU run; torch.npu.matmul.allow_hf32 = False computes them "
+                     "in fp32")
+    return lines
+
+
 def format_summary(summary: RunSummary, program: str, exit_code: int) -> str:
     """The summary as lines prefixed with ``[npusim]``, ending with a newline."""
     lines = [f"run summary: {program} (exit code {exit_code})"]
@@ -138,6 +161,7 @@ def format_summary(summary: RunSummary, program: str, exit_code: int) -> str:
             f"{format_bytes(device.peak_reserved_bytes)} reserved; simulated device time "
             f"{_milliseconds(device.device_time_ns)} (busy {_milliseconds(device.busy_ns)})"
         )
+    lines.extend(f"  {line}" for line in _numerics_lines(summary.hf32))
     if summary.performance:
         from npusim.performance import format_performance_report
 

@@ -1,19 +1,31 @@
 """What the user wrote that made the host wait for the device, for the placement report.
 
 The backend sees a synchronization as ``_local_scalar_dense`` or a copy to the host; the user wrote
-``if tensor.all():`` (``Tensor.__bool__``), ``tensor.tolist()``, ``torch.save(state, path)`` or
-``float(loss)``. :func:`describe` finds the innermost frame outside the libraries, reads the
-bytecode instruction it is executing and names the call or the implicit conversion; syncs made
-inside one call of a library function (``torch.save`` of a state dict copies every tensor) are
-reported as one.
+``if tensor.all():``, ``tensor.tolist()``, ``scaler.step(optimizer)``, ``torch.save(state, path)``
+or ``float(loss)``. :func:`describe` finds the innermost frame outside the libraries and labels the
+sync with the source text of the expression that frame is executing (Python 3.11 code objects
+carry the column span of every instruction): the call (``scaler.step(optimizer)``, ``model(x)``),
+the truth test (``bool(t.all())``) or the subscript (``values[mask]``). Without the source file
+the label is the dotted name the bytecode loads (``scaler.step(...)``), never a guess at the
+receiver's type. Syncs made inside one call of a library function (``torch.save`` of a state dict
+copies every tensor) are reported as one.
+
+A sync with no frame of the program's own (npusim's launcher, or the profiler's exit inside
+``npusim run --report``) is npusim's, not the user's: it is labelled :data:`NPUSIM_OWN` and the
+reports leave it out.
 """
 
 from __future__ import annotations
 
 import dis
 import functools
+import linecache
 import sys
 import types
+
+# The label of a synchronization that no frame of the program made (see the module's docstring).
+NPUSIM_OWN = "<npusim>"
+_LABEL_LIMIT = 80
 
 _library_prefixes: tuple[str, ...] = ()
 # The library call of the last sync, as a token stored in its frame's locals dict (not the frame
@@ -38,8 +50,25 @@ def set_library_prefixes(prefixes: list[str]) -> None:
     _library_prefixes = tuple(prefixes)
 
 
+def _standard_library() -> tuple[str, tuple[str, ...]]:
+    """The standard library's folder and the package folders inside it (site-packages), which
+    are not standard library: runpy, contextlib or copy between npusim and the program are library
+    frames, a third-party package's are the first frames outside torch and npusim."""
+    import site
+    import sysconfig
+
+    standard = sysconfig.get_paths().get("stdlib", "")
+    packages = tuple(p.rstrip("/") + "/" for p in [*site.getsitepackages(), site.getusersitepackages()] if p)
+    return (standard.rstrip("/") + "/" if standard else ""), packages
+
+
+_STANDARD_LIBRARY, _SITE_PACKAGES = _standard_library()
+
+
 def _is_library(filename: str) -> bool:
-    return not filename or filename.startswith("<frozen") or filename.startswith(_library_prefixes)
+    if not filename or filename.startswith("<frozen") or filename.startswith(_library_prefixes):
+        return True
+    return bool(_STANDARD_LIBRARY) and filename.startswith(_STANDARD_LIBRARY) and not filename.startswith(_SITE_PACKAGES)
 
 
 def _argval_name(instruction: dis.Instruction) -> str:
@@ -80,6 +109,22 @@ def _instructions(code: types.CodeType) -> list[dis.Instruction]:
     return list(dis.get_instructions(code))
 
 
+def _source_text(filename: str, positions) -> str:
+    """The source text an instruction spans, on one line, or "" when it is not available."""
+    if positions is None or positions.lineno is None or positions.col_offset is None:
+        return ""
+    last = positions.end_lineno or positions.lineno
+    lines = [linecache.getline(filename, number) for number in range(positions.lineno, last + 1)]
+    if not lines or not lines[0]:
+        return ""
+    if len(lines) == 1:
+        text = lines[0][positions.col_offset:positions.end_col_offset]
+    else:
+        text = lines[0][positions.col_offset:] + "".join(lines[1:-1]) + lines[-1][:positions.end_col_offset]
+    text = " ".join(text.split())
+    return text if len(text) <= _LABEL_LIMIT else text[:_LABEL_LIMIT - 1] + "\u2026"
+
+
 def _label(frame: types.FrameType) -> str:
     try:
         instructions = _instructions(frame.f_code)
@@ -94,20 +139,28 @@ def _label(frame: types.FrameType) -> str:
     if index < 0:
         return ""
     current = instructions[index]
+    filename = frame.f_code.co_filename
     if current.opname in _BOOL_OPCODES:
-        return "Tensor.__bool__"
+        # The jump spans the whole statement (`if t.all(): ...`); the value it tests is what the
+        # instruction before it computed (`t.all()`).
+        previous = instructions[index - 1] if index > 0 else None
+        text = _source_text(filename, getattr(previous, "positions", None)) if previous is not None else ""
+        return f"bool({text})" if text else "bool(...)"
+    text = _source_text(filename, getattr(current, "positions", None))
     if current.opname == "BINARY_SUBSCR":
-        return "Tensor.__getitem__"
+        return text or "[...]"
     if current.opname in _CALL_OPCODES:
+        if text:
+            return text
         name = _callee(instructions, index)
         if not name:
             return ""
         head, _, attribute = name.rpartition(".")
         if not head:
-            return f"{name}()" if name in _BUILTIN_CONVERSIONS else name
-        if head.split(".")[0] in _MODULE_NAMES and head != "<value>":
-            return f"{head}.{attribute}"
-        return f"Tensor.{attribute}"
+            return f"{name}()" if name in _BUILTIN_CONVERSIONS else f"{name}(...)"
+        if head == "<value>":
+            return f"(...).{attribute}(...)"
+        return f"{name}(...)"
     return ""
 
 
@@ -120,7 +173,8 @@ def describe() -> tuple[str, str, bool]:
         library_frame = frame
         frame = frame.f_back
     if frame is None:
-        return "", "", False
+        # Only library frames: npusim's own launcher or report machinery synchronized.
+        return "", NPUSIM_OWN, False
     location = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     label = _label(frame)
     # A sync inside a Python library call (torch.save) belongs to that call: the outermost library

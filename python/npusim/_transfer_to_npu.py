@@ -456,7 +456,8 @@ def _patch_profiler() -> None:
     import torch.profiler
 
     try:
-        npu_profiler = importlib.import_module("torch_npu.profiler")
+        # torch_npu.profiler is this very module (npusim/_torch_npu_compat/profiler re-exports it).
+        npu_profiler = importlib.import_module("npusim.profiler")
     except Exception:  # npusim without its profiler (csrc/profiler): torch's stays
         npu_profiler = None
     if npu_profiler is not None:
@@ -652,8 +653,6 @@ def apply() -> None:
     global _applied
     if _applied:
         return
-    if not hasattr(torch, "npu"):
-        import npusim  # noqa: F401  (registers the npu device)
     _applied = True
     functions = (
         [f"torch.{name}" for name in TORCH_FUNCTIONS]

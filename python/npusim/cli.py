@@ -11,6 +11,8 @@ Subcommands:
 - ``npusim devices``: list the simulated devices and their chip.
 - ``npusim migrate`` / ``npusim analyse``: offline CUDA-to-NPU migration and analysis
   (:mod:`npusim.migration`).
+- ``npusim compare SCRIPT [ARGS...]``: msprobe-style precision triage against a CPU benchmark
+  (:mod:`npusim.compare`).
 - ``npusim doctor``, ``npusim collect-env``, ``npusim smi``: the triage tools of
   :mod:`npusim_tools` (the ``npusim`` console script runs them without importing npusim).
 """
@@ -81,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     from npusim.migration.commands import add_subcommands as add_migration_subcommands
 
     add_migration_subcommands(subcommands)
+    from npusim.compare.command import add_subcommand as add_compare_subcommand
+
+    add_compare_subcommand(subcommands)  # npusim compare (msprobe-style precision triage)
 
     # The triage tools live in npusim_tools; their own parsers read the arguments.
     for name, text in (
@@ -96,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _command_tool(name: str, arguments: Sequence[str]) -> int:
-    from npusim_tools.launcher import run_tool_command
+    from npusim_tools.commands import run_tool_command
 
     return run_tool_command(name, list(arguments))
 

@@ -28,6 +28,7 @@ def placement_report(reset: bool = False) -> dict[str, Any]:
     operators: :func:`npusim.compile.report.compile_report`).
     """
     from npusim import _C
+    from npusim._sync_labels import NPUSIM_OWN
     from npusim.compile.report import compile_report, reset_compile_report
 
     report = dict(_C._placement_report())
@@ -39,7 +40,11 @@ def placement_report(reset: bool = False) -> dict[str, Any]:
         placement: sum(counts[placement] for counts in report["operators"].values()) for placement in PLACEMENTS
     }
     report["fallbacks"] = sorted(report["fallbacks"], key=lambda f: (-f["calls"], f["operator"]))
-    report["sync_points"] = sorted(report["sync_points"], key=lambda s: (-s["count"], s["what"], s["source"]))
+    # npusim's own synchronizations (its launcher, the profiler's exit under `npusim run --report`)
+    # are not the program's.
+    own = [s for s in report["sync_points"] if s["what"].startswith(NPUSIM_OWN)]
+    report["sync_points"] = sorted((s for s in report["sync_points"] if s not in own),
+                                   key=lambda s: (-s["count"], s["what"], s["source"]))
     return report
 
 

@@ -48,6 +48,10 @@ def test_acl_sees_the_memory_pytorch_holds(acl: ctypes.CDLL):
     device = ctypes.c_int32(-1)
     assert acl.aclrtGetDevice(ctypes.byref(device)) == 0
     assert device.value == torch.npu.current_device()
+    # Earlier tests in this process may leave cached blocks that would serve the allocation below
+    # without a new segment: start from an empty cache.
+    torch.npu.synchronize()
+    torch.npu.empty_cache()
     free_before, total = ctypes.c_size_t(), ctypes.c_size_t()
     assert acl.aclrtGetMemInfo(ACL_HBM_MEM, ctypes.byref(free_before), ctypes.byref(total)) == 0
     held = torch.empty(64 << 20, dtype=torch.uint8, device="npu")

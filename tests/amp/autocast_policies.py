@@ -1,4 +1,4 @@
-"""torch_npu's autocast cast policies, the expectation of ``csrc/backend/Autocast.cpp``.
+"""torch_npu's autocast cast policies, the expectation of ``csrc/backend/numerics/Autocast.cpp``.
 
 Source: ``torch_npu/csrc/aten/AutoCastOps.cpp`` in Ascend/pytorch, commit
 0c9b75c7dc40361dc05642f8781ce051ebc50876 (without the named-tensor overloads, which PyTorch 2.13

@@ -3,7 +3,7 @@ the overflow flag, and the gradient scaler in saturation mode.
 
 The mode is read once per process, so every case runs in a subprocess. The cases that look at
 kernel results in saturation mode need the operator executor to hand its results to
-``applySaturationIfEnabled`` (csrc/backend/InfNanMode.h); they are skipped, saying so, while it
+``applySaturationIfEnabled`` (csrc/backend/numerics/InfNanMode.h); they are skipped, saying so, while it
 does not.
 """
 

@@ -128,3 +128,24 @@ def test_placement_report_has_the_compile_section():
     npusim.placement_report(reset=True)
     after = npusim.placement_report()["compile"]
     assert after["frames"] == [] and after["fused_kernels"] == {}
+
+
+def test_analysis_restarts_are_not_graph_breaks():
+    """Dynamo restarts its analysis when it turns a float scalar into a tensor under dynamic
+    shapes (TensorifyScalarRestartAnalysis): no graph breaks there, and the report says none."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    import corpus_models
+    from torch._dynamo.utils import get_compilation_metrics
+
+    torch._dynamo.reset()
+    reset_compile_report()
+    model = corpus_models.VariableLengthClassifier().to("npu")
+    compiled = torch.compile(model, dynamic=True, backend="aot_eager")
+    compiled(torch.randint(0, 64, (4, 8)).to("npu")).sum().backward()
+    restarts = {reason for metric in get_compilation_metrics() for reason in metric.restart_reasons or ()}
+    assert any("TensorifyScalarRestartAnalysis" in reason for reason in restarts)
+    report = compile_report()
+    assert report["graph_breaks"] == 0 and report["not_compiled"] == 0
+    assert all(not frame["graph_breaks"] for frame in report["frames"])

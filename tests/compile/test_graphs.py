@@ -158,3 +158,42 @@ def _child_environment() -> dict[str, str]:
     if any((source / "npusim").glob("_C*.so")):
         env["PYTHONPATH"] = str(source) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def test_npu_only_operators_replay_into_their_captured_outputs():
+    """SDPA's fused kernel (whose CPU registration only says it is for accelerators) replays
+    through the CPU flash kernels, torch_npu's own operators through their npu kernels; the
+    results land in the captured outputs, in their layouts, forward and backward."""
+    import torch.nn.functional as F
+
+    import torch_npu
+
+    generator = torch.Generator().manual_seed(5)
+    shape = (2, 2, 8, 16)
+    static = [torch.randn(*shape, generator=generator).to("npu").requires_grad_() for _ in range(3)]
+    static_bsh = [torch.randn(2, 8, 32, generator=generator).to("npu") for _ in range(3)]
+    npu_graph = torch.npu.NPUGraph()
+    with torch.npu.graph(npu_graph):
+        attended = F.scaled_dot_product_attention(*static, is_causal=True)
+        grads = torch.autograd.grad(attended.square().sum(), static)
+        fused = torch_npu.npu_fusion_attention(*static_bsh, 2, "BSH", scale=0.25)[0]
+    plans = dict(npu_graph.replay_plan)
+    assert plans["aten._scaled_dot_product_fused_attention_overrideable.default"] == "host twin"
+    assert plans["aten._scaled_dot_product_fused_attention_overrideable_backward.default"] == "host twin"
+    assert plans["npu.npu_fusion_attention.default"] == "npu kernel"
+    for _ in range(2):
+        fresh = [torch.randn(*shape, generator=generator) for _ in range(3)]
+        fresh_bsh = [torch.randn(2, 8, 32, generator=generator) for _ in range(3)]
+        with torch.no_grad():
+            for target, source in zip(static + static_bsh, fresh + fresh_bsh):
+                target.copy_(source)
+        npu_graph.replay()
+        leaves = [t.detach().npu().requires_grad_() for t in fresh]
+        expected = F.scaled_dot_product_attention(*leaves, is_causal=True)
+        expected_grads = torch.autograd.grad(expected.square().sum(), leaves)
+        torch.testing.assert_close(attended.detach().cpu(), expected.detach().cpu())
+        for got, want in zip(grads, expected_grads):
+            assert got.stride() == want.stride()
+            torch.testing.assert_close(got.cpu(), want.cpu())
+        expected_fused = torch_npu.npu_fusion_attention(*[t.npu() for t in fresh_bsh], 2, "BSH", scale=0.25)[0]
+        torch.testing.assert_close(fused.cpu(), expected_fused.cpu())

@@ -144,7 +144,7 @@ def test_can_device_access_peer():
     assert torch.npu.can_device_access_peer(0, 1)
     assert not torch.npu.can_device_access_peer(0, 0)
     # torch_npu checks the ids in Python: AssertionError with ERR00003.
-    with pytest.raises(AssertionError, match="Invalid peer devide id"):
+    with pytest.raises(AssertionError, match="Invalid peer device id"):
         torch.npu.can_device_access_peer(0, 99)
 
 

@@ -45,9 +45,9 @@ def test_capability_is_none_unless_configured(monkeypatch):
 
 
 def test_invalid_ids_raise_torch_npu_assertion_errors():
-    with pytest.raises(AssertionError, match=r"Invalid devide id\n.*ERR00003 PTA invalid value"):
+    with pytest.raises(AssertionError, match=r"Invalid device id\n.*ERR00003 PTA invalid value"):
         torch.npu.can_device_access_peer(-1, 0)
-    with pytest.raises(AssertionError, match="Invalid peer devide id"):
+    with pytest.raises(AssertionError, match="Invalid peer device id"):
         torch.npu.can_device_access_peer(0, 8)
     with pytest.raises(AssertionError, match=r"Invalid device id\n.*ERR00003"):
         torch.npu.get_device_properties(99)

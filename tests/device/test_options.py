@@ -156,19 +156,49 @@ def test_deterministic_with_backward():
         torch.use_deterministic_algorithms(False)
 
 
-def test_device_limit():
+@pytest.fixture()
+def set_limit_again():
+    """set_device_limit may be called once per process (torch_npu's rule); each call here
+    re-arms it, as torch_npu's own tests do, and the process's limits are restored after."""
+    properties = torch.npu.get_device_properties(0)
+
+    def call(*args, **kwargs):
+        torch.npu.set_device_limit.called = False
+        return torch.npu.set_device_limit(*args, **kwargs)
+
+    yield call
+    call(0, properties.cube_core_num, properties.vector_core_num)
+    torch.npu.set_device_limit.called = False
+
+
+def test_device_limit(set_limit_again):
     limits = torch.npu.get_device_limit(0)
     properties = torch.npu.get_device_properties(0)
     assert limits == {"cube_core_num": properties.cube_core_num, "vector_core_num": properties.vector_core_num}
-    torch.npu.set_device_limit(0, cube_num=8, vector_num=16)
-    assert torch.npu.get_device_limit("npu:0") == {"cube_core_num": 8, "vector_core_num": 16}
-    torch.npu.set_device_limit(0, vector_num=-1)
+    set_limit_again(0, cube_num=8, vector_num=16)
+    assert torch.npu.get_device_limit(0) == {"cube_core_num": 8, "vector_core_num": 16}
+    set_limit_again(0, vector_num=-1)
     assert torch.npu.get_device_limit(0)["vector_core_num"] == 16
     with pytest.raises(ValueError, match=r"cube_num should be in \[1, "):
-        torch.npu.set_device_limit(0, cube_num=1000)
+        set_limit_again(0, cube_num=1000)
     with pytest.raises(TypeError, match="cube_num must be an int"):
-        torch.npu.set_device_limit(0, cube_num="8")
-    torch.npu.set_device_limit(0, properties.cube_core_num, properties.vector_core_num)
+        set_limit_again(0, cube_num="8")
+
+
+def test_device_limit_can_be_set_once_and_takes_an_int_device(set_limit_again):
+    set_limit_again(0, cube_num=8)
+    with pytest.raises(RuntimeError, match="Function 'set_device_limit' has already been called, You can only set "
+                                           "this interface once."):
+        torch.npu.set_device_limit(0, cube_num=4)
+    assert torch.npu.get_device_limit(0)["cube_core_num"] == 8
+    for device in ("0", 0.0, None, True, False, "npu:0"):
+        torch.npu.set_device_limit.called = False
+        with pytest.raises(TypeError, match=r"device must be an int, but got \w+\n.*ERR00002"):
+            torch.npu.set_device_limit(device)
+        with pytest.raises(TypeError, match="device must be an int"):
+            torch.npu.get_device_limit(device)
+    with pytest.raises(AssertionError, match="Invalid device id"):
+        torch.npu.get_device_limit(torch.npu.device_count())
 
 
 def _mm_device_ns() -> int:
@@ -178,25 +208,47 @@ def _mm_device_ns() -> int:
     return npusim.placement_report()["operators"]["aten::mm"]["device_ns"]
 
 
-def test_device_limit_stretches_kernel_time():
+def test_device_limit_stretches_kernel_time(set_limit_again):
     cube = torch.npu.get_device_properties(0).cube_core_num
     vector = torch.npu.get_device_properties(0).vector_core_num
     full = _mm_device_ns()
-    torch.npu.set_device_limit(0, cube_num=cube // 2)
+    set_limit_again(0, cube_num=cube // 2)
     try:
         limited = _mm_device_ns()
     finally:
-        torch.npu.set_device_limit(0, cube, vector)
+        set_limit_again(0, cube, vector)
     assert limited == pytest.approx(full * cube / (cube // 2), rel=1e-3)
     assert _mm_device_ns() == full
 
 
 def test_op_timeout():
+    # The binding takes an unsigned 32-bit number of milliseconds, as torch_npu's.
     torch.npu.set_op_timeout_ms(10_000)
-    with pytest.raises(ValueError, match="timeout_ms must be greater than 0"):
-        torch.npu.set_op_timeout_ms(0)
-    with pytest.raises(TypeError, match="timeout_ms must be an int"):
+    torch.npu.set_op_timeout_ms(0)
+    with pytest.raises(OverflowError, match="can't convert negative value to unsigned int"):
+        torch.npu.set_op_timeout_ms(-1)
+    with pytest.raises(RuntimeError, match="Overflow when unpacking"):
+        torch.npu.set_op_timeout_ms(2**32)
+    with pytest.raises(TypeError, match="must be int"):
         torch.npu.set_op_timeout_ms(1.5)
+
+
+def test_sync_debug_mode_checks_its_argument():
+    previous = torch.npu.get_sync_debug_mode()
+    try:
+        for bad in (-1, 3):
+            with pytest.raises(RuntimeError, match=r"invalid value of debug_mode, expected one of 0,1,2\n.*ERR00003"):
+                torch.npu.set_sync_debug_mode(bad)
+        with pytest.raises(RuntimeError, match="expected one of `default`, `warn`, `error`"):
+            torch.npu.set_sync_debug_mode("unexpected")
+        with pytest.raises(RuntimeError, match="debug_mode type must long"):
+            torch.npu.set_sync_debug_mode(1.0)
+        torch.npu.set_sync_debug_mode("error")
+        with pytest.raises(RuntimeError):
+            torch.npu.set_sync_debug_mode(3)
+        assert torch.npu.get_sync_debug_mode() == 2  # a refused value changes nothing
+    finally:
+        torch.npu.set_sync_debug_mode(previous)
 
 
 def test_sync_debug_mode():

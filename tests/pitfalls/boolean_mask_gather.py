@@ -5,4 +5,4 @@ import torch
 values = torch.randn(128, device="npu")
 for step in range(2):
     mask = values > 0
-    positive = values[mask]  # PITFALL sync Tensor.__getitem__ (aten::index.Tensor)
+    positive = values[mask]  # PITFALL sync values[mask] (aten::index.Tensor)

@@ -7,5 +7,5 @@ table = torch.nn.Embedding(1000, 16).npu()
 ids = torch.randint(0, 1000, (4, 64), device="npu")  # int64 by default
 for step in range(2):
     ordered, _ = torch.sort(ids.flatten())  # PITFALL ai_cpu aten::sort.stable
-    unique_ids = torch.unique(ordered)  # PITFALL sync torch.unique (aten::_unique2)
+    unique_ids = torch.unique(ordered)  # PITFALL sync torch.unique(ordered) (aten::_unique2)
     vectors = table(unique_ids)

@@ -9,4 +9,4 @@ for step in range(4):
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
-    history.append(loss.item())  # PITFALL sync Tensor.item
+    history.append(loss.item())  # PITFALL sync loss.item()

@@ -4,5 +4,5 @@ import torch
 
 activations = torch.randn(64, 32, device="npu")
 for step in range(3):
-    active = torch.nonzero(activations > 0.5)  # PITFALL sync torch.nonzero (aten::nonzero)
+    active = torch.nonzero(activations > 0.5)  # PITFALL sync torch.nonzero(activations > 0.5) (aten::nonzero)
     activations = activations * 0.9

@@ -1,9 +1,12 @@
 """The HTML report: `npusim run --report` and `npusim report`, self-contained (no network), with
-its sections and the advisor's findings; rendered by headless Chromium without console errors
-(skipped when the Debian package `chromium` is not installed)."""
+its sections and the advisor's findings; rendered by headless Chromium without console errors and
+with the axes its charts need, read from the rendered figures (skipped when the Debian package
+`chromium` is not installed)."""
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import shutil
@@ -110,3 +113,54 @@ def test_report_renders_in_chromium(report, tmp_path):
     broken = tmp_path / "broken.html"
     broken.write_text("<html><body><script>undefinedFunction();</script></body></html>")
     assert _console_errors(browser, broken, tmp_path / "broken.png")
+
+
+# Appended to a copy of the page: once plotly has drawn, writes each figure's title, axes (type and
+# range as rendered) and pie values into the document, which --dump-dom then returns.
+_AXES_PROBE = """
+<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const figures = [];
+  document.querySelectorAll(".js-plotly-plot").forEach((gd) => {
+    const layout = gd._fullLayout;
+    figures.push({
+      title: (layout.title && layout.title.text) || "",
+      x: layout.xaxis ? {type: layout.xaxis.type, range: layout.xaxis.range, title: layout.xaxis.title.text} : null,
+      y: layout.yaxis ? {type: layout.yaxis.type, range: layout.yaxis.range} : null,
+      pie: gd.data.filter((t) => t.type === "pie").map((t) => ({labels: t.labels, values: t.values})),
+      shapes: (layout.shapes || []).length,
+    });
+  });
+  const out = document.createElement("pre");
+  out.id = "npusim-axes";
+  out.textContent = JSON.stringify(figures);
+  document.body.appendChild(out);
+}, 300));
+</script>
+"""
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium (Debian package chromium) is not installed")
+def test_report_charts_have_readable_axes(report, tmp_path):
+    probe = tmp_path / "probed.html"
+    probe.write_text(report[0].read_text().replace("</body>", _AXES_PROBE + "</body>"))
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                          "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=90).stdout
+    found = re.search(r'<pre id="npusim-axes">(.*?)</pre>', dom, re.S)
+    assert found, "the probe found no rendered figures"
+    figures = {f["title"].split("<br>")[0]: f for f in json.loads(html.unescape(found.group(1)))}
+    timeline = figures["Device timeline per stream (simulated us)"]
+    memory = figures["Device memory over the profile"]
+    breakdown = figures["Where the device time went (us)"]
+    # Memory: linear MiB from zero, on the same simulated-time axis as the timeline above it.
+    assert memory["y"]["type"] == "linear"
+    low, high = memory["y"]["range"]
+    assert low == 0 and 0 < high < 1024  # this program's peak is a few KiB: the axis fits the data
+    assert memory["x"]["title"] == timeline["x"]["title"] == "simulated device time (us)"
+    assert memory["x"]["range"] == timeline["x"]["range"] and memory["x"]["range"][0] == 0
+    assert "device capacity" in report[0].read_text()  # stated, far above the curve
+    # Three optimizer steps: their boundaries are marked on both charts.
+    assert timeline["shapes"] >= 3 and memory["shapes"] >= 3
+    # No empty slices (their "0%" labels used to stack on each other).
+    pie = breakdown["pie"][0]
+    assert pie["values"] and all(value > 0 for value in pie["values"])

@@ -138,11 +138,19 @@ def test_subcommands_and_usage_errors(npu_smi, runtime_dir):
     assert config.returncode == 1 and "NPUSIM_DEVICE_COUNT" in config.stderr
 
 
+def _driver_stand_in(folder: Path) -> Path:
+    """An ELF program named npu-smi, as the driver installs it, that prints its arguments."""
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "npu_smi.c"
+    source.write_text('#include <stdio.h>\nint main(int c, char** v) { printf("REAL NPU-SMI");'
+                      ' for (int i = 1; i < c; ++i) printf(" %s", v[i]); printf("\\n"); return 0; }\n')
+    program = folder / "npu-smi"
+    subprocess.run(["cc", "-o", str(program), str(source)], check=True, capture_output=True, timeout=60)
+    return program
+
+
 def test_console_script_defers_to_a_real_npu_smi(tmp_path):
-    real = tmp_path / "driver" / "npu-smi"
-    real.parent.mkdir()
-    real.write_text("#!/bin/sh\necho REAL NPU-SMI \"$@\"\n")
-    real.chmod(0o755)
+    real = _driver_stand_in(tmp_path / "driver")
     launcher = [sys.executable, "-c", "import sys; from npusim_tools.launcher import npu_smi_main; sys.exit(npu_smi_main())"]
     env = tool_env({"PATH": f"{real.parent}{os.pathsep}{os.environ['PATH']}", "NPUSIM_SMI_SAMPLE_MS": "0",
                     "NPUSIM_RUNTIME_DIR": str(tmp_path / "run")})
@@ -155,4 +163,58 @@ def test_console_script_defers_to_a_real_npu_smi(tmp_path):
     del env["NPUSIM_SMI"]
     done = subprocess.run([sys.executable, "-m", "npusim_tools.launcher", "smi", "info", "-l"], env=env,
                           capture_output=True, text=True, timeout=60)
+    assert "Total Count" in done.stdout
+
+
+def _launcher_shim(folder: Path) -> Path:
+    """A launcher shim named npu-smi, as pyenv puts first on PATH: a shell script that names no
+    npusim module and runs the environment's console script (which runs the launcher again)."""
+    console_script = folder / "versions" / "bin" / "npu-smi"
+    console_script.parent.mkdir(parents=True, exist_ok=True)
+    console_script.write_text(f"#!{sys.executable}\nimport sys\nfrom npusim_tools.launcher import npu_smi_main\n"
+                              "sys.exit(npu_smi_main())\n")
+    console_script.chmod(0o755)
+    shim = folder / "shims" / "npu-smi"
+    shim.parent.mkdir(parents=True, exist_ok=True)
+    shim.write_text(f'#!/usr/bin/env bash\nset -e\nprogram="${{0##*/}}"\nexec "{console_script.parent}/$program" "$@"\n')
+    shim.chmod(0o755)
+    return shim
+
+
+def test_console_script_under_a_launcher_shim_runs_the_simulated_npu_smi(tmp_path):
+    shim = _launcher_shim(tmp_path / "pyenv")
+    env = tool_env({"PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}", "NPUSIM_SMI_SAMPLE_MS": "0",
+                    "NPUSIM_RUNTIME_DIR": str(tmp_path / "run")})
+    # Before the fix this exec'd the shim, which ran the console script again: forever.
+    done = subprocess.run([str(shim), "info", "-l"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Total Count" in done.stdout
+    # A shim in front of a real driver's program still reaches the driver's program.
+    real = _driver_stand_in(tmp_path / "driver")
+    env["PATH"] = f"{shim.parent}{os.pathsep}{real.parent}{os.pathsep}{os.environ['PATH']}"
+    done = subprocess.run([str(shim), "info"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "REAL NPU-SMI info"
+
+
+def test_a_program_that_leads_back_to_the_console_script_cannot_loop(tmp_path):
+    # An ELF "driver" program that runs the console script again (a wrapper compiled by a site):
+    # the marker set across the first exec makes the second console script run the simulated one.
+    folder = tmp_path / "wrapper"
+    folder.mkdir()
+    source = folder / "wrapper.c"
+    source.write_text(textwrap.dedent(f"""\
+        #include <unistd.h>
+        int main(int c, char** v) {{
+          char* args[] = {{"{sys.executable}", "-c",
+            "import sys; from npusim_tools.launcher import npu_smi_main; sys.exit(npu_smi_main())", "info", "-l", 0}};
+          execv(args[0], args);
+          return 127;
+        }}
+        """))
+    subprocess.run(["cc", "-o", str(folder / "npu-smi"), str(source)], check=True, capture_output=True, timeout=60)
+    env = tool_env({"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "NPUSIM_SMI_SAMPLE_MS": "0",
+                    "NPUSIM_RUNTIME_DIR": str(tmp_path / "run")})
+    launcher = [sys.executable, "-c", "import sys; from npusim_tools.launcher import npu_smi_main; sys.exit(npu_smi_main())"]
+    done = subprocess.run([*launcher, "info", "-l"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
     assert "Total Count" in done.stdout

@@ -16,12 +16,27 @@ thread_local bool tlsRecentPending = false;
 // The buffer aclGetRecentErrMsg hands out: valid until the thread's next call.
 thread_local std::string tlsHandedOut;
 
-// Parameter checks of the acl layer log as ASCENDCL; what the runtime rejects, as RUNTIME.
+// The aclnn operators' status codes (libopapi): 161xxx parameter, 361xxx runtime, 561xxx inner.
+bool isAclnnCode(aclError code) noexcept {
+  return (code >= 161000 && code < 162000) || (code >= 361000 && code < 362000) || (code >= 561000 && code < 562000);
+}
+
+// Parameter checks of the acl layer log as ASCENDCL; what the runtime rejects, as RUNTIME; the
+// aclnn operators, as OP (the module of CANN's operator library).
 const char* moduleOf(aclError code) noexcept {
+  if (isAclnnCode(code)) return "OP";
   return (code >= 100000 && code < 107000) || (code >= 200000 && code < 207000) || code == 500000 ||
                  code == 500001
              ? "ASCENDCL"
              : "RUNTIME";
+}
+
+// The error id that starts the recent-error text: EZ1001 for a parameter an operator rejects,
+// EZ9999 for an operator's inner error, EE1001 for the runtime's.
+const char* errorIdOf(aclError code) noexcept {
+  if (code >= 161000 && code < 162000) return "EZ1001";
+  if (isAclnnCode(code)) return "EZ9999";
+  return "EE1001";
 }
 
 }  // namespace
@@ -34,7 +49,8 @@ void recordFailure(const char* api, aclError code, const std::string& detail) no
     if (detail.rfind("E", 0) == 0 && detail.find(": [PID: ") != std::string::npos) {
       tlsRecentMessage = detail;
     } else {
-      tlsRecentMessage = "EE1001: [PID: " + std::to_string(::getpid()) + "] " + api + " failed: " + detail;
+      tlsRecentMessage = std::string(errorIdOf(code)) + ": [PID: " + std::to_string(::getpid()) + "] " + api +
+                         " failed: " + detail;
     }
     tlsRecentPending = true;
     NPUSIM_PLOG(runtime::LogLevel::kError, moduleOf(code),

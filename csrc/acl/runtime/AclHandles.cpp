@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "acl/runtime/AclErrors.h"
+#include "acl/runtime/ModelCapture.h"
 #include "runtime/Plog.h"
 #include "runtime/Runtime.h"
 
@@ -104,6 +105,7 @@ void eraseContextLocked(HandleTable& t, AclContext* context) {
 // aclrtMalloc memory (after the device's work has completed).
 void releaseDeviceLocked(HandleTable& t, int device) {
   rt().synchronizeDevice(device);
+  discardDeviceCaptures(device);
   if (auto it = t.defaultContexts.find(device); it != t.defaultContexts.end()) eraseContextLocked(t, it->second);
   for (auto it = t.events.begin(); it != t.events.end();) {
     if ((*it)->device == device) {
@@ -244,6 +246,8 @@ void destroyStream(aclrtStream handle, bool force) {
   if (t.streams.count(stream) == 0) throw AclFailure(ACL_ERROR_RT_PARAM_INVALID, "the stream is not a live stream");
   // aclrtDestroyStream returns once the stream's work has completed; the forced variant drops it.
   if (!force) rt().timeline(stream->device).synchronizeStream(stream->stream);
+  // A capture still open on the stream ends with it, unrecorded.
+  discardCapture(stream->device, stream->stream);
   t.streams.erase(stream);
   delete stream;
 }

@@ -19,6 +19,7 @@
 #include "acl/acl.h"
 #include "acl/runtime/AclErrors.h"
 #include "acl/runtime/AclHandles.h"
+#include "acl/runtime/ModelCapture.h"
 #include "acl/runtime/TimelineCharges.h"
 
 namespace {
@@ -66,6 +67,7 @@ extern "C" {
 
 aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream) {
   return callAcl("aclrtSubscribeReport", [&] {
+    npusim::acl::refuseOnCapturingStream(npusim::acl::resolveStream(stream), "aclrtLaunchCallback");
     const StreamKey key = keyOf(stream);
     CallbackQueue& q = queue();
     std::lock_guard<std::mutex> lock(q.mutex);

@@ -6,6 +6,7 @@
 #include "acl/acl.h"
 #include "acl/runtime/AclErrors.h"
 #include "acl/runtime/AclHandles.h"
+#include "acl/runtime/ModelCapture.h"
 #include "runtime/Runtime.h"
 
 namespace {
@@ -60,12 +61,16 @@ aclError aclrtGetRunMode(aclrtRunMode* runMode) {
 }
 
 aclError aclrtSynchronizeDevice(void) {
-  return callAcl("aclrtSynchronizeDevice", [&] { rt().synchronizeDevice(npusim::acl::currentDeviceOrThrow()); });
+  return callAcl("aclrtSynchronizeDevice", [&] {
+    npusim::acl::requireUnsafeCallAllowed("aclrtSynchronizeDevice");
+    rt().synchronizeDevice(npusim::acl::currentDeviceOrThrow());
+  });
 }
 
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
   return callAcl("aclrtSynchronizeDeviceWithTimeout", [&] {
     checkTimeout(timeout);
+    npusim::acl::requireUnsafeCallAllowed("aclrtSynchronizeDeviceWithTimeout");
     const int device = npusim::acl::currentDeviceOrThrow();
     npusim::runtime::DeviceTimeline& timeline = rt().timeline(device);
     const uint64_t now = timeline.hostClock().now();

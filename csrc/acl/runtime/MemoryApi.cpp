@@ -7,6 +7,7 @@
 #include "acl/acl.h"
 #include "acl/runtime/AclErrors.h"
 #include "acl/runtime/AclHandles.h"
+#include "acl/runtime/ModelCapture.h"
 #include "acl/runtime/TimelineCharges.h"
 #include "runtime/HostAllocator.h"
 #include "runtime/Runtime.h"
@@ -18,6 +19,7 @@ using npusim::acl::callAcl;
 using npusim::acl::requireNotNull;
 using npusim::acl::ResolvedStream;
 using npusim::acl::Transfer;
+using npusim::runtime::StreamId;
 
 constexpr uint32_t kPagePolicyMask = 0xffU;
 constexpr uint32_t kKnownPolicyBits = ACL_MEM_TYPE_LOW_BAND_WIDTH | ACL_MEM_TYPE_HIGH_BAND_WIDTH |
@@ -108,6 +110,21 @@ CopyPlan planCopy(void* dst, const void* src, size_t count, int32_t raw) {
   return plan;
 }
 
+// What a capture forbids (ModelCapture.h): a synchronous copy while a capture forbids such calls;
+// a copy from or to pageable host memory, which the chip stages through the host, likewise,
+// and never on the capturing stream itself.
+void checkCapture(const ResolvedStream& s, const CopyPlan& plan, bool synchronous, const char* api) {
+  if (synchronous) {
+    npusim::acl::requireUnsafeCallAllowed(api);
+    return;
+  }
+  const bool pageable = !plan.hostOnly && plan.transfer != Transfer::kDeviceToDevice && !plan.pinnedHost;
+  if (pageable) {
+    npusim::acl::requireUnsafeCallAllowed((std::string(api) + " with pageable host memory").c_str());
+    npusim::acl::refuseOnCapturingStream(s, (std::string(api) + " with pageable host memory").c_str());
+  }
+}
+
 // The copy itself: the bytes move now (simulated work runs when it is queued), the timeline
 // is charged on `stream`. A synchronous copy, or one from pageable host memory, makes the host
 // wait for it.
@@ -122,6 +139,16 @@ void copy(void* dst, size_t destMax, const void* src, size_t count, int32_t kind
   const ResolvedStream s = npusim::acl::resolveStream(stream);
   if (count == 0) return;
   const CopyPlan plan = planCopy(dst, src, count, kind);
+  checkCapture(s, plan, synchronous, synchronous ? "aclrtMemcpy" : "aclrtMemcpyAsync");
+  if (!synchronous && npusim::acl::captureIfCapturing(s, {"aclrtMemcpyAsync", [=](int device, StreamId replay, std::string&) {
+        // The memory must still be where it was captured.
+        const CopyPlan again = planCopy(dst, src, count, kind);
+        std::memmove(dst, src, count);
+        if (!again.hostOnly) npusim::acl::chargeTransfer(device, replay, count, again.transfer, again.pinnedHost, false, true);
+        return ACL_SUCCESS;
+      }})) {
+    return;
+  }
   std::memmove(dst, src, count);
   if (plan.hostOnly) return;
   const bool hostWaits = synchronous || (plan.transfer == Transfer::kHostToDevice && !plan.pinnedHost);
@@ -138,6 +165,18 @@ void memset(void* devPtr, size_t maxCount, int32_t value, size_t count, aclrtStr
   if (count == 0) return;
   if (locate(devPtr, count, "the memset range") < 0) {
     throw AclFailure(ACL_ERROR_RT_PARAM_INVALID, "devPtr is not device memory");
+  }
+  if (synchronous) npusim::acl::requireUnsafeCallAllowed("aclrtMemset");
+  if (!synchronous && npusim::acl::captureIfCapturing(s, {"aclrtMemsetAsync", [=](int device, StreamId replay, std::string& detail) {
+        if (locate(devPtr, count, "the memset range") < 0) {
+          detail = "devPtr is no longer device memory";
+          return static_cast<aclError>(ACL_ERROR_RT_PARAM_INVALID);
+        }
+        std::memset(devPtr, value & 0xff, count);
+        npusim::acl::chargeTransfer(device, replay, count, Transfer::kMemset, false, false, true);
+        return static_cast<aclError>(ACL_SUCCESS);
+      }})) {
+    return;
   }
   std::memset(devPtr, value & 0xff, count);
   npusim::acl::chargeTransfer(s.device, s.stream, count, Transfer::kMemset, false, synchronous);
@@ -206,9 +245,24 @@ static void copy2d(void* dst, size_t dpitch, const void* src, size_t spitch, siz
   // The whole spans must lie inside their allocations.
   locate(dst, dstSpan, "the destination");
   locate(src, srcSpan, "the source");
-  for (size_t row = 0; row < height; ++row) {
-    std::memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch, width);
+  checkCapture(s, plan, synchronous, synchronous ? "aclrtMemcpy2d" : "aclrtMemcpy2dAsync");
+  auto move = [=] {
+    for (size_t row = 0; row < height; ++row) {
+      std::memmove(static_cast<char*>(dst) + row * dpitch, static_cast<const char*>(src) + row * spitch, width);
+    }
+  };
+  if (!synchronous && npusim::acl::captureIfCapturing(s, {"aclrtMemcpy2dAsync", [=](int device, StreamId replay, std::string&) {
+        locate(dst, dstSpan, "the destination");
+        locate(src, srcSpan, "the source");
+        move();
+        if (!plan.hostOnly) {
+          npusim::acl::chargeTransfer(device, replay, width * height, plan.transfer, plan.pinnedHost, false, true);
+        }
+        return static_cast<aclError>(ACL_SUCCESS);
+      }})) {
+    return;
   }
+  move();
   if (plan.hostOnly) return;
   const bool hostWaits = synchronous || (plan.transfer == Transfer::kHostToDevice && !plan.pinnedHost);
   npusim::acl::chargeTransfer(s.device, s.stream, width * height, plan.transfer, plan.pinnedHost, hostWaits);

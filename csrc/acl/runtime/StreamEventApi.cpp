@@ -3,6 +3,7 @@
 #include "acl/acl.h"
 #include "acl/runtime/AclErrors.h"
 #include "acl/runtime/AclHandles.h"
+#include "acl/runtime/ModelCapture.h"
 #include "runtime/Runtime.h"
 
 namespace {
@@ -76,6 +77,7 @@ aclError aclrtDestroyStreamForce(aclrtStream stream) {
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   return callAcl("aclrtSynchronizeStream", [&] {
     const ResolvedStream s = npusim::acl::resolveStream(stream);
+    npusim::acl::requireNotCapturing(s, "aclrtSynchronizeStream");
     timelineOf(s.device).synchronizeStream(s.stream);
   });
 }
@@ -84,6 +86,7 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) 
   return callAcl("aclrtSynchronizeStreamWithTimeout", [&] {
     checkTimeout(timeout);
     const ResolvedStream s = npusim::acl::resolveStream(stream);
+    npusim::acl::requireNotCapturing(s, "aclrtSynchronizeStreamWithTimeout");
     npusim::runtime::DeviceTimeline& timeline = timelineOf(s.device);
     waitWithTimeout(timeline, timeline.streamClock(s.stream), timeout, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
                     "the stream's work");
@@ -94,6 +97,7 @@ aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus* status) {
   return callAcl("aclrtStreamQuery", [&] {
     requireNotNull(status, "status");
     const ResolvedStream s = npusim::acl::resolveStream(stream);
+    npusim::acl::requireNotCapturing(s, "aclrtStreamQuery");
     *status = timelineOf(s.device).queryStream(s.stream) ? ACL_STREAM_STATUS_COMPLETE : ACL_STREAM_STATUS_NOT_READY;
   });
 }
@@ -128,6 +132,7 @@ aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event) {
   return callAcl("aclrtStreamWaitEvent", [&] {
     npusim::acl::AclEvent& e = npusim::acl::resolveEvent(event);
     const ResolvedStream s = npusim::acl::resolveStream(stream);
+    npusim::acl::refuseOnCapturingStream(s, "aclrtStreamWaitEvent");
     timelineOf(s.device).streamWaitEvent(s.stream, e.event);
   });
 }
@@ -168,6 +173,7 @@ aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream) {
   return callAcl("aclrtRecordEvent", [&] {
     npusim::acl::AclEvent& e = npusim::acl::resolveEvent(event);
     const ResolvedStream s = npusim::acl::resolveStream(stream);
+    npusim::acl::refuseOnCapturingStream(s, "aclrtRecordEvent");
     timelineOf(s.device).recordEvent(e.event, s.stream, e.event.timing);
     e.device = s.device;
   });

@@ -6,17 +6,22 @@
 
 #include <cstdint>
 
+#include "perf/CostModel.h"
 #include "runtime/Timeline.h"
 
 namespace npusim::acl {
 
-enum class Transfer { kHostToDevice, kDeviceToHost, kDeviceToDevice, kMemset };
+using perf::Transfer;
 
-// Charges one task of `bytes` on `stream` of `device` (the host pays the dispatch cost), then
-// makes the host wait for the stream when `hostWaits` (a synchronous call, a copy from
-// pageable memory) or ASCEND_LAUNCH_BLOCKING=1.
+// Charges one task of `bytes` on `stream` of `device` (the host pays the dispatch cost, unless
+// the device launches the task from an executed model), then makes the host wait for the stream
+// when `hostWaits` (a synchronous call, a copy from pageable memory) or ASCEND_LAUNCH_BLOCKING=1.
 void chargeTransfer(int device, runtime::StreamId stream, uint64_t bytes, Transfer kind, bool pinnedHost,
-                    bool hostWaits);
+                    bool hostWaits, bool launchedByDevice = false);
+
+// One launch of a captured model (aclmdlRIExecuteAsync): the host's dispatch of a graph launch,
+// as NPUGraph's replay is charged; its tasks follow without dispatch.
+void chargeModelLaunch(int device, runtime::StreamId stream);
 
 // A task that runs on the host (a host callback): dispatch cost only.
 void chargeHostTask();

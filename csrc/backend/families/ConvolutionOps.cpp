@@ -37,6 +37,7 @@ at::Tensor convolutionOverrideable(const at::Tensor& input, const at::Tensor& we
   const c10::DeviceGuard guard(input.device());
   std::optional<at::Tensor> cpuBias;
   if (bias.has_value() && bias->defined()) cpuBias = kernelOperand(*bias);
+  countHf32Convolution(input);
   at::Tensor output;
   {
     const ScopedOutputDevice outputs(device);
@@ -64,6 +65,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolutionBackwardOverrideable(
   // The bias has one element per output channel.
   const int64_t outputChannels = transposed ? weight.size(1) * groups : weight.size(0);
   const std::vector<int64_t> biasSizes{outputChannels};
+  countHf32Convolution(input);
   std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
   {
     const ScopedOutputDevice outputs(device);

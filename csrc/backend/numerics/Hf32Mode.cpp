@@ -1,6 +1,7 @@
 #include "backend/numerics/Hf32Mode.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -19,6 +20,9 @@ uint32_t roundBits(uint32_t bits) noexcept {
   // (or Inf past the largest finite value), as the hardware conversion does.
   return (bits + (1u << (kDroppedBits - 1))) & ~kDroppedMask;
 }
+
+std::atomic<int64_t> matmulCalls{0};
+std::atomic<int64_t> convolutionCalls{0};
 
 bool isMatrixProduct(perf::OperatorKind kind) noexcept {
   return kind == perf::OperatorKind::kMatmul || kind == perf::OperatorKind::kBatchedMatmul ||
@@ -49,6 +53,7 @@ void roundMatmulOperandsForHf32(perf::OperatorKind kind, torch::jit::Stack& stac
   // addmm / baddbmm / addbmm (C, A, B): C is added in fp32, not multiplied.
   // linear (x, W, bias): the bias likewise.
   size_t tensorIndex = 0;
+  bool rounded = false;
   for (size_t i = 0; i < count; ++i) {
     c10::IValue& value = stack[first + i];
     if (!value.isTensor()) continue;
@@ -57,12 +62,31 @@ void roundMatmulOperandsForHf32(perf::OperatorKind kind, torch::jit::Stack& stac
     if (kind == perf::OperatorKind::kAddMatmul && position == 0) continue;
     if (kind == perf::OperatorKind::kLinear && position >= 2) continue;
     const at::Tensor& tensor = value.toTensor();
-    if (tensor.defined() && tensor.scalar_type() == at::kFloat) value = roundToHf32(tensor);
+    if (tensor.defined() && tensor.scalar_type() == at::kFloat) {
+      value = roundToHf32(tensor);
+      rounded = true;
+    }
   }
+  if (rounded) matmulCalls.fetch_add(1, std::memory_order_relaxed);
 }
 
 at::Tensor convolutionOperandForHf32(const at::Tensor& cpu) {
   return hf32Convolution() ? roundToHf32(cpu) : cpu;
+}
+
+void countHf32Convolution(const at::Tensor& input) noexcept {
+  if (hf32Convolution() && input.defined() && input.scalar_type() == at::kFloat) {
+    convolutionCalls.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+Hf32Usage hf32Usage() noexcept {
+  return {matmulCalls.load(std::memory_order_relaxed), convolutionCalls.load(std::memory_order_relaxed)};
+}
+
+void resetHf32Usage() noexcept {
+  matmulCalls.store(0, std::memory_order_relaxed);
+  convolutionCalls.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace npusim::backend

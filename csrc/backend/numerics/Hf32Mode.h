@@ -33,4 +33,15 @@ void roundMatmulOperandsForHf32(perf::OperatorKind kind, torch::jit::Stack& stac
 // conv HF32 is on and the operand is fp32.
 at::Tensor convolutionOperandForHf32(const at::Tensor& cpu);
 
+// How many operator calls computed in HF32 since the last reset, so that the
+// run summary can say when results differ from an fp32 CPU run and why.
+struct Hf32Usage {
+  int64_t matmulCalls = 0;
+  int64_t convolutionCalls = 0;
+};
+// Counts one convolution call (forward or backward) whose `input` is fp32 while conv HF32 is on.
+void countHf32Convolution(const at::Tensor& input) noexcept;
+Hf32Usage hf32Usage() noexcept;
+void resetHf32Usage() noexcept;
+
 }  // namespace npusim::backend

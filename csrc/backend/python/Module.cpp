@@ -458,6 +458,14 @@ PYBIND11_MODULE(_C, m) {
     setCoreLimitFactors(device, cube, vector);
   });
   m.def("_set_hf32", [](bool matmul, bool convolution) { setHf32(matmul, convolution); });
+  m.def("_hf32_usage", []() {
+    const Hf32Usage usage = hf32Usage();
+    py::dict d;
+    d["matmul_calls"] = usage.matmulCalls;
+    d["convolution_calls"] = usage.convolutionCalls;
+    return d;
+  });
+  m.def("_reset_hf32_usage", []() { resetHf32Usage(); });
   m.def("_set_sync_debug_mode", [](int mode) { setSyncDebugMode(mode); });
   m.def("_get_sync_debug_mode", []() { return syncDebugMode(); });
   registerSurfaceBindings(m);

@@ -7,6 +7,8 @@ namespace {
 
 std::atomic<bool> matmulSwitch{false};
 std::atomic<bool> convolutionSwitch{true};
+// -1: no override on this thread; 0 / 1: ScopedMatmulHf32 in force.
+thread_local int matmulOverride = -1;
 
 }  // namespace
 
@@ -15,7 +17,12 @@ void setHf32(bool matmul, bool convolution) noexcept {
   convolutionSwitch.store(convolution, std::memory_order_relaxed);
 }
 
-bool hf32Matmul() noexcept { return matmulSwitch.load(std::memory_order_relaxed); }
+bool hf32Matmul() noexcept {
+  return matmulOverride >= 0 ? matmulOverride == 1 : matmulSwitch.load(std::memory_order_relaxed);
+}
+
+ScopedMatmulHf32::ScopedMatmulHf32(bool enabled) noexcept : previous_(matmulOverride) { matmulOverride = enabled ? 1 : 0; }
+ScopedMatmulHf32::~ScopedMatmulHf32() { matmulOverride = previous_; }
 bool hf32Convolution() noexcept { return convolutionSwitch.load(std::memory_order_relaxed); }
 
 perf::CostOptions hf32CostOptions() noexcept {

@@ -93,7 +93,7 @@ c10::ScalarType scalarTypeOfBit(int bit) {
 
 }  // namespace
 
-// Sparse tensors: csrc/backend/SparseTensors.cpp.
+// Sparse tensors: csrc/backend/layouts/SparseTensors.cpp.
 
 namespace {
 

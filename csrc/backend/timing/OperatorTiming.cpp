@@ -162,24 +162,10 @@ runtime::SimTimeNs chargeModelledKernel(int device, perf::OperatorKind kind, run
 void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinnedHost, bool nonBlocking) {
   auto& rt = runtime::Runtime::instance();
   const perf::CostModel& model = costModel();
-  perf::Cost cost;
-  cost.unit = perf::Unit::kTransfer;
-  cost.bytes = static_cast<double>(bytes);
-  switch (direction) {
-    case CopyDirection::kHostToDevice: cost.deviceNs = model.hostToDevice(bytes, pinnedHost); break;
-    case CopyDirection::kDeviceToHost: cost.deviceNs = model.deviceToHost(bytes, pinnedHost); break;
-    case CopyDirection::kDeviceToDevice: {
-      // A device copy is a data-movement kernel reading and writing `bytes`.
-      const int64_t elements = static_cast<int64_t>(bytes);
-      perf::TensorDesc desc;
-      desc.sizes = &elements;
-      desc.rank = 1;
-      desc.dtype = perf::DType::kUInt8;
-      cost = model.price(perf::OperatorKind::kDataMovement, &desc, 1, &desc, 1, perf::Placement::kAiCore,
-                         perf::CostOptions{});
-      break;
-    }
-  }
+  const perf::Transfer kind = direction == CopyDirection::kHostToDevice   ? perf::Transfer::kHostToDevice
+                              : direction == CopyDirection::kDeviceToHost ? perf::Transfer::kDeviceToHost
+                                                                          : perf::Transfer::kDeviceToDevice;
+  const perf::Cost cost = model.transfer(kind, bytes, pinnedHost);
   const runtime::SimTimeNs dispatch =
       replayingGraph() ? 0 : model.hostDispatchNs(rt.taskQueueLevel(), perf::OperatorKind::kDataMovement);
   auto& timeline = rt.timeline(device);

@@ -102,4 +102,6 @@ PYBIND11_MODULE(_distributed_C, m) {
       },
       py::arg("op"), py::arg("bytes"), py::arg("world_size"), py::arg("ranks_per_server") = 8,
       py::arg("server_910a") = false, py::arg("buffer_bytes") = 200ull << 20, py::arg("peer_same_server") = true);
+  m.def("_exposed_communication", &npusim::perf::exposedCommunicationSeconds, py::arg("communication_s"),
+        py::arg("compute_s"));
 }

@@ -48,3 +48,13 @@ TEST(ChipRates, MissingNumbersFallBackToSafeDefaults) {
   EXPECT_GT(rates.hbmBytesPerSecond, 0);
   EXPECT_GT(rates.macsPerCycle(CubePrecision::kFloat32), 0);
 }
+
+TEST(ChipRates, TwentyCoresStreamLessThanTheHbmAllows) {
+  // 32 B/cycle per AI core's DMA (CANN ini ddr_rate): 24 cores at 1.8 GHz reach 1.38 TB/s, more than the
+  // HBM's 1.36; 20 cores reach 1.15 TB/s, which bounds the 910B3.
+  const ChipRates b2 = ChipRates::fromChip(runtime::findChip("Ascend910B2"));
+  const ChipRates b3 = ChipRates::fromChip(runtime::findChip("Ascend910B3"));
+  EXPECT_NEAR(b2.hbmBytesPerSecond, 1.6e12 * 0.85, 1e9);
+  EXPECT_NEAR(b3.hbmBytesPerSecond, 20 * 32.0 * 1.8e9, 1e9);
+  EXPECT_NEAR(b3.hbmBytesPerSecond / b2.hbmBytesPerSecond, 1.152 / 1.36, 0.002);
+}

@@ -108,3 +108,15 @@ TEST(CollectiveModel, SingleRankCostsNothing) {
   EXPECT_EQ(topology(64, 8).serverCount(), 8);
   EXPECT_EQ(topology(10, 8).serverCount(), 2);
 }
+
+TEST(CollectiveModel, OverlapHidesTwoThirdsOfTheShorterPhase) {
+  // pto-isa's fused GEMM + all-reduce on 8 910B: 371.6 us + 437.3 us in sequence, 560.6 us overlapped.
+  const double compute = 371.6e-6, communication = 437.3e-6;
+  EXPECT_NEAR(compute + exposedCommunicationSeconds(communication, compute), 560.6e-6, 1.0e-6);
+  // A short collective behind a long GEMM still shows a third of itself.
+  EXPECT_NEAR(exposedCommunicationSeconds(100e-6, 1000e-6), 100e-6 * (1 - 0.668), 1e-9);
+  // Nothing to hide behind: all of it shows; nothing to send: nothing shows.
+  EXPECT_DOUBLE_EQ(exposedCommunicationSeconds(200e-6, 0), 200e-6);
+  EXPECT_DOUBLE_EQ(exposedCommunicationSeconds(0, 1e-3), 0);
+  EXPECT_DOUBLE_EQ(exposedCommunicationSeconds(-1, 1e-3), 0);
+}

@@ -51,3 +51,17 @@ TEST(Dispatch, DependsOnTheTaskQueueLevel) {
 TEST(Dispatch, KernelFloorIsTheWorkingValue) {
   EXPECT_EQ(b2().kernelFloorNs(), 5'000u);  // §6.3: ~5-10 us per kernel
 }
+
+// One pricing of transfers for both faces (PyTorch copies and AscendCL memcpy/memset).
+TEST(Transfers, OnePricingForCopiesAndMemsets) {
+  const uint64_t bytes = uint64_t(64) << 20;
+  const Cost toDevice = b2().transfer(Transfer::kHostToDevice, bytes, true);
+  EXPECT_EQ(toDevice.deviceNs, b2().hostToDevice(bytes, true));
+  EXPECT_EQ(toDevice.unit, Unit::kTransfer);
+  EXPECT_EQ(b2().transfer(Transfer::kDeviceToHost, bytes, false).deviceNs, b2().deviceToHost(bytes, false));
+  // A memset writes the bytes; a device copy reads and writes them: never cheaper.
+  const Cost memset = b2().transfer(Transfer::kMemset, bytes, false);
+  const Cost copy = b2().transfer(Transfer::kDeviceToDevice, bytes, false);
+  EXPECT_GT(memset.deviceNs, 0u);
+  EXPECT_LE(memset.deviceNs, copy.deviceNs);
+}

@@ -26,6 +26,8 @@ from npusim.npu.formats import (  # noqa: E402,F401
     npu_format_cast_,
 )
 
+from npusim.npu.allocator_controls import empty_with_swapped_memory  # noqa: E402,F401
+
 from . import _C, utils  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401  (torch_npu.profiler; torch_npu.npu.mstx below)
 from npusim.npu import mstx as _mstx  # noqa: E402
@@ -43,6 +45,7 @@ __all__ = [
     "empty_with_format",
     "get_storage_size",
     "npu_change_data_ptr",
+    "empty_with_swapped_memory",
     "__version__",
 ]
 

@@ -5,7 +5,7 @@ import (``_export_npu_ops``), and puts a stub at ``torch.<name>`` that tells the
 ``torch_npu.<name>`` instead. The operators themselves (schemas, npu and Meta kernels, autograd)
 are C++ in ``csrc/ops``, loaded with npusim. Two Python adapters keep torch_npu's calling
 conventions where the generated torch_npu bindings differ from ``torch.ops``:
-``npu_apply_adam_w`` / ``npu_apply_adam`` take ``out=(var, m, v)``.
+``npu_apply_adam_w`` / ``npu_apply_adam`` / ``npu_bert_apply_adam`` take ``out=(var, m, v)``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def _with_out_tuple(name: str):
     return call
 
 
-_OUT_TUPLE_OPERATORS = ("npu_apply_adam_w", "npu_apply_adam")
+_OUT_TUPLE_OPERATORS = ("npu_apply_adam_w", "npu_apply_adam", "npu_bert_apply_adam")
 
 
 def _deprecated_torch_attribute(name: str):
@@ -62,15 +62,35 @@ def _deprecated_torch_attribute(name: str):
     return stub
 
 
+# The operators op-plugin marks ``exposed`` for the 2.13 line (op_plugin_functions.yaml at
+# 5045ad2a, section custom): torch_npu lists only these in ``torch_npu.__all__``; the others
+# (backward kernels, the in-place and legacy helpers) are attributes of torch_npu all the same.
+PUBLIC_OPERATORS = frozenset({
+    "fast_gelu", "npu_bert_apply_adam", "npu_confusion_transpose", "npu_cross_entropy_loss",
+    "npu_dynamic_quant", "npu_fast_gelu", "npu_fusion_attention", "npu_grouped_matmul",
+    "npu_incre_flash_attention", "npu_max", "npu_moe_finalize_routing", "npu_moe_gating_top_k_softmax",
+    "npu_mrope", "npu_prompt_flash_attention", "npu_quant_matmul", "npu_rms_norm", "npu_rotary_mul",
+    "npu_scaled_masked_softmax", "npu_scatter_nd_update_", "npu_sign_bits_pack", "npu_sign_bits_unpack",
+    "npu_slice", "npu_swiglu",
+})
+
+
 def export_npu_ops(namespace: dict[str, Any]) -> list[str]:
-    """Sets every ``torch.ops.npu`` operator in ``namespace`` (the torch_npu module's globals)
-    and the ``torch.<name>`` deprecation stubs; returns the exported names."""
-    exported = []
+    """Sets every ``torch.ops.npu`` operator in ``namespace`` (the torch_npu module's globals),
+    with its docstring, and the ``torch.<name>`` deprecation stubs; returns the names torch_npu
+    makes public (its ``__all__`` entries)."""
+    from ._op_docs import OPERATOR_DOCS
+
+    public = []
     for name in npu_operator_names():
         if name in namespace:
             continue
-        namespace[name] = _with_out_tuple(name) if name in _OUT_TUPLE_OPERATORS else getattr(torch.ops.npu, name)
+        operator = _with_out_tuple(name) if name in _OUT_TUPLE_OPERATORS else getattr(torch.ops.npu, name)
+        if name in OPERATOR_DOCS:
+            operator.__doc__ = OPERATOR_DOCS[name]
+        namespace[name] = operator
         if not hasattr(torch, name):
             setattr(torch, name, _deprecated_torch_attribute(name))
-        exported.append(name)
-    return exported
+        if name in PUBLIC_OPERATORS:
+            public.append(name)
+    return public

@@ -13,14 +13,32 @@ import importlib.abc
 import importlib.util
 import sys
 
+import npusim.npu as _npu
+
 _DEVICE_INTERFACE_MODULE = "torch._dynamo.device_interface"
 _DYNAMO_PACKAGE = "torch._dynamo"
+_BACKEND_REGISTRY_MODULE = "torch._dynamo.backends.registry"
+
+# What torch.npu serves from here on first use: Inductor looks up a PrivateUse1 device's code
+# generators on its device module, and torch_npu's graph API is part of torch.npu's __all__
+# (contract §4, Graphs).
+_INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+_GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing")
 
 
 def _register_device_interface() -> None:
-    from npusim.compile import device_interface
+    from npusim.compile import device_interface, npu_graph_trees
 
     device_interface.register()
+    # reduce-overhead on npu: Inductor's graph wrapping, once Inductor's compile path has loaded
+    # (Dynamo loads its device registry from inside Inductor's own imports).
+    after_import("torch._inductor.compile_fx", npu_graph_trees.install)
+
+
+def _register_dynamo_backend() -> None:
+    from npusim.compile import dynamo_backend
+
+    dynamo_backend.register()
 
 
 def _apply_dynamo_rules() -> None:
@@ -87,10 +105,24 @@ def after_import(module: str, register) -> None:
         sys.meta_path.insert(0, _RegisterAfterImport())
 
 
+def _graph_attribute(name: str):
+    from npusim.compile import graphs
+
+    return getattr(graphs, name)
+
+
 def install() -> None:
-    """Arrange the Dynamo registrations (now for what Dynamo has loaded, else when it loads),
-    and serve ``torchair`` where no real one is installed."""
+    """Serve the code generators and the graph API on ``torch.npu``, arrange the Dynamo
+    registrations (now for what Dynamo has loaded, else when it loads), and serve ``torchair``
+    where no real one is installed."""
+    _npu._serve_attributes(_INDUCTOR_CODEGEN_NAMES, inductor_codegen)
+    _npu._serve_attributes(_GRAPH_NAMES, _graph_attribute, public=True)
     install_torchair()
+    from npusim.compile import graph_steps
+
+    graph_steps.install()  # torch.compiler.npugraph_mark_step_begin, as torch_npu installs it
+    # backend="npu", as torch_npu registers it, once Dynamo's backend registry exists.
+    after_import(_BACKEND_REGISTRY_MODULE, _register_dynamo_backend)
     if _DEVICE_INTERFACE_MODULE in sys.modules:
         _register_device_interface()
     else:
@@ -105,9 +137,9 @@ def install() -> None:
 def inductor_codegen(name: str):
     """``torch.npu.Scheduling`` / ``PythonWrapperCodegen`` / ``CppWrapperCodegen`` /
     ``WrapperFxCodegen``: registers the npu Inductor backend on first use."""
-    from npusim.compile import device_interface, inductor_backend
+    from npusim.compile import inductor_backend
 
-    device_interface.register()
+    _register_device_interface()
     inductor_backend.register()
     return inductor_backend.codegen_class(name)
 

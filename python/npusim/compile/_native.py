@@ -34,6 +34,8 @@ def _lib() -> ctypes.CDLL:
         library.npusim_compile_charge_replayed_kernel.argtypes = [
             ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_double
         ]
+        library.npusim_compile_invalidate_storage.restype = None
+        library.npusim_compile_invalidate_storage.argtypes = [ctypes.c_size_t, ctypes.c_char_p]
         _library = library
     return _library
 
@@ -74,6 +76,16 @@ def charge_graph_launch(device: int) -> None:
 
 def set_replaying_graph(replaying: bool) -> None:
     _lib().npusim_compile_set_replaying_graph(1 if replaying else 0)
+
+
+def load() -> None:
+    """Load the library (its operators, torch.ops.npusim._graph_output_aliases, register then)."""
+    _lib()
+
+
+def invalidate_storage(storage_impl: int, message: str) -> None:
+    """Every later access to the storage's data raises RuntimeError(message)."""
+    _lib().npusim_compile_invalidate_storage(storage_impl, message.encode())
 
 
 def reset_kernel_totals() -> None:

@@ -101,10 +101,5 @@ def register() -> None:
     from torch._dynamo.device_interface import register_interface_for_device
 
     register_interface_for_device("npu", NpuInterface)
-    # reduce-overhead on npu: Inductor's graph wrapping, once Inductor's compile path has loaded
-    # (Dynamo loads this registry from inside Inductor's own imports).
-    from npusim.compile import after_import, npu_graph_trees
-
-    after_import("torch._inductor.compile_fx", npu_graph_trees.install)
     for index in range(npu.device_count()):
         register_interface_for_device(f"npu:{index}", NpuInterface)

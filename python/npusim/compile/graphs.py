@@ -103,6 +103,14 @@ def active_capture() -> "NPUGraph | None":
     return _active
 
 
+def _record_launch(name: str, replay: Callable[[], None], arguments: tuple) -> None:
+    """The recorder a capture registers with :mod:`.kernel_launch`: a compiled kernel launched
+    on the capturing stream joins the graph."""
+    capture = _active
+    if capture is not None and is_current_stream_capturing():
+        capture._record_kernel(name, replay, arguments)
+
+
 def graph_pool_handle() -> tuple[int, int]:
     r"""A memory pool id that several graphs can share (``NPUGraph.capture_begin(pool=...)``)."""
     return graph_pool.new_pool_handle()
@@ -144,6 +152,55 @@ def _on_host(value: Any) -> Any:
     if isinstance(value, str) and value.startswith("npu"):
         return "cpu"
     return value
+
+
+def _attention_bias_gradient(grad_out, query, key, value, bias, out, logsumexp, causal, scale):
+    """The gradient of an additive attention bias, from the softmax rebuilt out of logsumexp (as
+    the fused backward computes it when a bias requires grad)."""
+    scale = scale if scale is not None else query.size(-1) ** -0.5
+    scores = (query.float() @ key.float().transpose(-2, -1)) * scale + bias.float()
+    if causal:
+        above = torch.ones(query.size(-2), key.size(-2), dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(above, float("-inf"))
+    probabilities = (scores - logsumexp.float().unsqueeze(-1)).exp()
+    rows = (grad_out.float() * out.float()).sum(-1, keepdim=True)
+    return (probabilities * (grad_out.float() @ value.float().transpose(-2, -1) - rows)).sum_to_size(bias.shape)
+
+
+def _fused_attention_on_host(query, key, value, attn_bias=None, dropout_p=0.0, is_causal=False,
+                             return_debug_mask=False, *, scale=None):
+    out, logsumexp = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+        query, key, value, dropout_p, is_causal, attn_mask=attn_bias, scale=scale)
+    return out, logsumexp
+
+
+def _fused_attention_backward_on_host(grad_out, query, key, value, attn_bias, grad_input_mask, out, logsumexp,
+                                      cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, philox_seed,
+                                      philox_offset, *, scale=None):
+    grads = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward(
+        grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask=attn_bias, scale=scale)
+    bias_grad = None
+    if attn_bias is not None and grad_input_mask[3]:
+        bias_grad = _attention_bias_gradient(grad_out, query, key, value, attn_bias, out, logsumexp, is_causal, scale)
+    return (*grads, bias_grad)
+
+
+# npu operators whose CPU counterpart is another operator: the npu backend runs SDPA's fused
+# "overrideable" kernel as the CPU's flash kernel (csrc/backend/families/AttentionOps.cpp), whose
+# own CPU registration only says it is for accelerators. Replay runs the twin on host aliases;
+# results are written into the captured outputs in their layouts (the leading ones: seeds and
+# offsets stay as captured).
+_HOST_TWINS = {
+    "aten::_scaled_dot_product_fused_attention_overrideable": _fused_attention_on_host,
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward": _fused_attention_backward_on_host,
+}
+
+
+def _has_host_kernel(func) -> bool:
+    """Whether the operator runs on CPU tensors (a CPU kernel or a composite one)."""
+    name = func.name()
+    return any(torch._C._dispatch_has_kernel_for_dispatch_key(name, key)
+               for key in ("CPU", "CompositeExplicitAutograd", "CompositeImplicitAutograd"))
 
 
 class _Operation:
@@ -193,6 +250,34 @@ class _Operation:
         if returns and all(r.alias_info is not None and not r.alias_info.is_write for r in returns):
             self.replay = charged(None)
             return "view"
+        twin = _HOST_TWINS.get(schema.name)
+        if twin is not None:
+            args, kwargs = _on_host(self.args), _on_host(self.kwargs)
+            captured = _on_host(self.outputs)
+
+            def run_twin() -> None:
+                for old, new in zip(captured, twin(*args, **kwargs)):
+                    if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor):
+                        old.copy_(new)
+
+            self.replay = charged(run_twin)
+            return "host twin"
+        if not _has_host_kernel(func):
+            # torch_npu's own operators (torch.ops.npu) have npu and Meta kernels only: replay
+            # runs the npu kernel on the captured memory (it charges its own device time, with
+            # no host dispatch while replaying) and moves its results into the captured outputs.
+            npu_args, npu_kwargs = self.args, self.kwargs
+            if not returns or any(r.alias_info is not None and r.alias_info.is_write for r in returns):
+                self.replay = lambda: None if kernel_launch.npu_estimating() else func(*npu_args, **npu_kwargs)
+                return "npu kernel in place"
+            captured = _on_host(self.outputs)
+
+            def run_npu() -> None:
+                if not kernel_launch.npu_estimating():
+                    _write_back(captured, _on_host(func(*npu_args, **npu_kwargs)))
+
+            self.replay = run_npu
+            return "npu kernel"
         args, kwargs = _on_host(self.args), _on_host(self.kwargs)
         if not returns or any(r.alias_info is not None and r.alias_info.is_write for r in returns):
             # In place or out=: the kernel writes the captured memory itself.
@@ -321,7 +406,7 @@ class NPUGraph:
             _active = None
             raise
         self._mode = _CaptureMode(self)
-        kernel_launch.active_captures += 1
+        kernel_launch.set_capture_recorder(_record_launch)
         self._forbid_outside_calls()
         self._mode.__enter__()
 
@@ -347,7 +432,7 @@ class NPUGraph:
             mode.__exit__(None, None, None)
         finally:
             self._allow_outside_calls()
-            kernel_launch.active_captures -= 1
+            kernel_launch.set_capture_recorder(None)
             graph_pool.end_allocate_to_pool(self._device, self._pool)
             _active = None
 

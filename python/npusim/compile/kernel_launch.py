@@ -7,12 +7,16 @@ charges the simulated timeline once for it as one fused kernel: one dispatch, an
 its pointer arguments cover (read-only arguments read once, written ones written once). With
 static shapes the bytes are computed when the graph compiles and bound into one launcher per
 kernel when the graph's module loads (:func:`npu_kernel_launcher`); with dynamic shapes
-:func:`npu_launch_counted` reads them from the tensors at run time. A launch on a stream that
-is capturing an NPUGraph is also recorded into that graph, with the tensors it ran on, so a
-replay runs it again on the captured memory.
+:func:`npu_launch_counted` reads them from the tensors at run time. While an NPUGraph capture
+runs, every launch is also handed to the recorder the capture registered
+(:func:`set_capture_recorder`, called by :mod:`npusim.compile.graphs`), which keeps the launches
+of the capturing stream with the tensors they ran on, so a replay runs them again on the
+captured memory.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import torch
 
@@ -21,16 +25,16 @@ from npusim.compile import _native
 
 npu_estimating = _C._estimate_only
 
-# Captures in progress (npusim.compile.graphs); the launches only look for one when it is not 0.
-active_captures = 0
+# The recorder of the NPUGraph capture in progress, ``recorder(name, replay, arguments)``, or
+# None: the launches look for it only while a capture runs.
+_capture_recorder: Callable[[str, Callable[[], None], tuple], None] | None = None
 
 
-def _record(name: str, replay, arguments: tuple) -> None:
-    from npusim.compile import graphs
-
-    capture = graphs.active_capture()
-    if capture is not None and graphs.is_current_stream_capturing():
-        capture._record_kernel(name, replay, arguments)
+def set_capture_recorder(recorder: Callable[[str, Callable[[], None], tuple], None] | None) -> None:
+    """Hand every launch to ``recorder`` from now on (None: stop); the graph module sets it for
+    the duration of a capture."""
+    global _capture_recorder
+    _capture_recorder = recorder
 
 
 def npu_kernel_launcher(device: int, name: str, read_bytes: int, written_bytes: int, elements: int):
@@ -48,8 +52,9 @@ def npu_kernel_launcher(device: int, name: str, read_bytes: int, written_bytes: 
 
     def launch(kernel, arguments: tuple) -> None:
         run(kernel, arguments)
-        if active_captures:
-            _record(name, lambda: run(kernel, arguments), arguments)
+        recorder = _capture_recorder
+        if recorder is not None:
+            recorder(name, lambda: run(kernel, arguments), arguments)
 
     return launch
 
@@ -79,11 +84,12 @@ def npu_launch_counted(kernel, arguments: tuple, name: str, reads: tuple, writes
     device, read_bytes, written_bytes, elements = _traffic(reads, writes)
     if device >= 0:
         _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
-        if active_captures:
+        recorder = _capture_recorder
+        if recorder is not None:
 
             def replay() -> None:
                 if not npu_estimating():
                     kernel(*arguments)
                 _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
 
-            _record(name, replay, arguments)
+            recorder(name, replay, arguments)

@@ -7,25 +7,180 @@ inference) through Inductor's ``cudagraph_policy`` hook with :func:`npu_graphify
 call per input signature runs the compiled code as it is (warm-up), the second captures it
 into a ``torch.npu.NPUGraph`` on static copies of its non-static inputs, and every later call
 copies the new inputs into those and replays the graph: one graph launch instead of one host
-dispatch per kernel. As with Inductor's own (non-tree) CUDA graphs, the outputs live in the
-graph's memory and are overwritten by the next replay of the same graph.
+dispatch per kernel.
+
+A replay writes its results into the graph's static memory, over those of the previous run.
+What the program holds of earlier runs is guarded as torch_npu's NPU graph trees
+(``torch_npu/npu/_graph_tree.py``, CUDA's graph trees for npu) guard it:
+
+- Every graph run hands out fresh tensors over the static memory, on storages of their own
+  (torch.ops.npusim._graph_output_aliases, csrc/compile/GraphOutputAliases.cpp).
+- Runs belong to *generations*: a call of a compiled function begins a new one (Dynamo's
+  generation counter), unless forwards still wait for their backward; any call after
+  ``torch.compiler.npugraph_mark_step_begin()`` does.
+- A replay over outputs of an earlier generation that the program still holds invalidates them
+  first: reading one, or any view of it, raises torch_npu's "Error: accessing tensor output of
+  NPUGraphs that has been overwritten by a subsequent run. ..." with the source line that
+  produced it, instead of showing the new values.
+- Within one generation a graph never overwrites outputs still in use (a forward's saved
+  activations before their backward, a gradient that accumulates): the compiled code runs
+  without the graph, into fresh memory, with torch_npu's warning that the fast path is out of
+  reach.
+
+Unlike the trees, each graph has a private memory pool (graphs share no memory: a shared pool
+needs the trees' record of which graph may reuse which dead output, replayed in order), so an
+output is invalidated exactly when its own graph overwrites it; the trees also invalidate the
+outputs of the other graphs of a path when a new generation starts to record or warm up.
+Warm-up runs use fresh memory and their outputs stay valid.
 """
 
 from __future__ import annotations
 
 import threading
+import warnings
 from typing import Any, Callable, Sequence
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 
-# Since the last reset: graphs captured and replays run by reduce-overhead (for reports/tests).
-stats = {"captured": 0, "replayed": 0, "warmups": 0}
+from npusim.compile.graph_steps import MarkStepBox
+
+# Since the last reset: graphs captured, replays, warm-up runs, and runs without the graph
+# because the graph's previous outputs were still in use (for reports and tests).
+stats = {"captured": 0, "replayed": 0, "warmups": 0, "eager": 0}
 _installed = False
+
+FORWARD, BACKWARD, INFERENCE = "forward", "backward", "inference"
 
 
 def reset_stats() -> None:
     for key in stats:
         stats[key] = 0
+
+
+def overwritten_message(stack_trace: str | None) -> str:
+    """torch_npu's text (NPUGraphTreeManager.format_dealloc_msg)."""
+    stack_trace = stack_trace.strip() if stack_trace else "[Could not find stack trace]"
+    return (
+        "Error: accessing tensor output of NPUGraphs that has been overwritten by a subsequent run. "
+        f"Stack trace: {stack_trace}. "
+        "To prevent overwriting, clone the tensor outside of torch.compile() "
+        "or call torch.compiler.npugraph_mark_step_begin() before each model invocation."
+    )
+
+
+_FAST_PATH_WARNING = (
+    "Unable to hit fast path of NPUGraphs because of pending, uninvoked backwards. "
+    "Consider running with torch.no_grad() or using torch.compiler.npugraph_mark_step_begin() "
+    "before each model invocation."
+)
+
+
+def _invalidate(storage_ref: StorageWeakRef, message: str) -> None:
+    from npusim.compile import _native
+
+    if not storage_ref.expired():
+        _native.invalidate_storage(storage_ref.cdata, message)
+
+
+class _HandedOut:
+    """The storages of the outputs one graph run handed to the program (weakly held), and the
+    generation it ran in."""
+
+    __slots__ = ("refs", "messages", "invalid", "generation")
+
+    def __init__(self, outputs: Sequence[Any], skip: set[int], stack_traces: Sequence[str | None] | None,
+                 generation: int):
+        self.refs: list[StorageWeakRef] = []
+        self.messages: list[str | None] = []
+        self.invalid = False
+        self.generation = generation
+        seen: set[int] = set()
+        for index, output in enumerate(outputs):
+            if not isinstance(output, torch.Tensor) or output.device.type != "npu":
+                continue
+            storage = output.untyped_storage()
+            key = storage.data_ptr()
+            if key in skip or key in seen or storage.nbytes() == 0:
+                continue
+            seen.add(key)
+            self.refs.append(StorageWeakRef(storage))
+            self.messages.append(stack_traces[index] if stack_traces and index < len(stack_traces) else None)
+
+    def alive(self) -> bool:
+        return not self.invalid and any(not ref.expired() for ref in self.refs)
+
+    def invalidate(self) -> None:
+        if self.invalid:
+            return
+        self.invalid = True
+        for ref, stack_trace in zip(self.refs, self.messages):
+            _invalidate(ref, overwritten_message(stack_trace))
+
+
+class _DeviceGenerations:
+    """One device's generations of reduce-overhead runs (CUDA graph trees' rules: a call of a
+    compiled function begins a new generation unless forwards still wait for their backward,
+    or whenever the program marked a step)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.seen: int | None = None  # Dynamo's (or the marked) generation of the last call
+        self.generation = 0  # npusim's count of generations begun
+        self.pending_backward = False
+        self.warned: set[int] = set()
+
+    @staticmethod
+    def current_generation() -> int:
+        if MarkStepBox.mark_step_counter != 0:
+            return MarkStepBox.mark_step_counter
+        from torch._dynamo.mutation_guard import GenerationTracker
+
+        return GenerationTracker.generation
+
+    def begin_run(self) -> int:
+        """The generation this call runs in (a new one if it may begin one)."""
+        seen = self.current_generation()
+        with self.lock:
+            if seen != self.seen:
+                # Forwards that wait for their backward keep the generation going through this
+                # invocation (and the backward that follows it), unless the program marked a step.
+                if not self.pending_backward or MarkStepBox.mark_step_counter != 0:
+                    self.generation += 1
+                    self.pending_backward = False
+                self.seen = seen
+            return self.generation
+
+    def ran(self, mode: str) -> None:
+        with self.lock:
+            if mode == FORWARD:
+                self.pending_backward = True
+            elif mode == BACKWARD:
+                self.pending_backward = False
+
+    def warn_once(self, function: int) -> None:
+        if function not in self.warned:
+            self.warned.add(function)
+            warnings.warn(_FAST_PATH_WARNING, stacklevel=3)
+
+
+_devices: dict[int, _DeviceGenerations] = {}
+_devices_lock = threading.Lock()
+
+
+def _generations(device_index: int) -> _DeviceGenerations:
+    with _devices_lock:
+        state = _devices.get(device_index)
+        if state is None:
+            state = _devices[device_index] = _DeviceGenerations()
+        return state
+
+
+def reset_generations() -> None:
+    """Forget every device's generation and handed-out outputs (between tests)."""
+    with _devices_lock:
+        _devices.clear()
+    MarkStepBox.mark_step_counter = 0
 
 
 def _is_npu(inputs: Sequence[Any]) -> bool:
@@ -46,6 +201,14 @@ def _signature(inputs: Sequence[Any], static: frozenset[int]) -> tuple:
     return tuple(key)
 
 
+def _input_storages(inputs: Sequence[Any]) -> set[int]:
+    return {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+
+
+def _output_list(outputs: Any) -> list:
+    return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+
 class _Recorded:
     """One captured graph of a compiled callable, with its static inputs and outputs."""
 
@@ -53,7 +216,10 @@ class _Recorded:
         self.static = static
         self.copies = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and i not in static]
         self.mutated = [i for i in mutated if i in self.copies]
-        self.inputs = list(inputs)
+        # Static inputs handed out by another graph's run (a backward's saved activations) are
+        # captured over that graph's static memory, which no later generation invalidates.
+        self.inputs = [torch.ops.npusim._graph_output_source(x) if i in static and isinstance(x, torch.Tensor) else x
+                       for i, x in enumerate(inputs)]
         for index in self.copies:
             source = inputs[index]
             copy = torch.empty_strided(source.size(), source.stride(), dtype=source.dtype, device=source.device)
@@ -63,6 +229,24 @@ class _Recorded:
         with torch.npu.graph(self.graph, capture_error_mode="thread_local"):
             self.outputs = model(list(self.inputs))
         stats["captured"] += 1
+        # Outputs that are (views of) the graph's inputs are returned as they are; the others
+        # live in the graph's memory and are handed out as fresh tensors on every run.
+        input_storages = _input_storages(self.inputs)
+        listed = _output_list(self.outputs)
+        self.aliased = [i for i, t in enumerate(listed)
+                        if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in input_storages]
+        self.static_outputs = [listed[i] for i in self.aliased]
+        self.input_storages = input_storages
+        self.handed: _HandedOut | None = None
+
+    def hand_out(self) -> list:
+        """This run's outputs: fresh tensors over the static memory."""
+        outputs = _output_list(self.outputs)
+        if self.aliased:
+            fresh = torch.ops.npusim._graph_output_aliases(self.static_outputs)
+            for index, tensor in zip(self.aliased, fresh):
+                outputs[index] = tensor
+        return outputs
 
     def copy_back(self, inputs: list) -> None:
         # Inputs the compiled code mutates were mutated in their static copies.
@@ -70,7 +254,7 @@ class _Recorded:
             if inputs[index].data_ptr() != self.inputs[index].data_ptr():
                 inputs[index].copy_(self.inputs[index])
 
-    def run(self, inputs: list) -> Any:
+    def replay(self, inputs: list) -> None:
         for index in self.copies:
             source = inputs[index]
             if source.data_ptr() != self.inputs[index].data_ptr():
@@ -78,38 +262,63 @@ class _Recorded:
         self.graph.replay()
         stats["replayed"] += 1
         self.copy_back(inputs)
-        inputs.clear()
-        return self.outputs
 
 
-def npu_graphify(model: Callable, static_input_idxs: Sequence[int] = (), mutated_input_idxs: Sequence[int] = ()):
+def npu_graphify(model: Callable, static_input_idxs: Sequence[int] = (), mutated_input_idxs: Sequence[int] = (),
+                 *, device_index: int = 0, mode: str = INFERENCE, stack_traces: Sequence[str | None] | None = None):
     """Wrap a compiled callable (boxed: it takes a list of inputs) with NPUGraph capture and replay."""
+    from npusim.compile import _native
+
+    _native.load()  # torch.ops.npusim._graph_output_aliases lives in the compile library
     static = frozenset(static_input_idxs)
     mutated = tuple(mutated_input_idxs)
     local = threading.local()
+    generations = _generations(device_index)
+    function = id(local)
+
+    def run_without_graph(new_inputs: list) -> Any:
+        # Fresh memory from the caching allocator: nothing will overwrite these outputs.
+        outputs = model(new_inputs)
+        generations.ran(mode)
+        return outputs
 
     def run(new_inputs: list) -> Any:
         recorded: dict = getattr(local, "recorded", None)
         if recorded is None:
             recorded = local.recorded = {}
             local.warm = set()
+        generation = generations.begin_run()
         key = _signature(new_inputs, static)
         graph = recorded.get(key)
-        if graph is not None:
-            return graph.run(new_inputs)
-        if key not in local.warm:
+        if graph is None and key not in local.warm:
             local.warm.add(key)
             stats["warmups"] += 1
-            return model(new_inputs)
-        from torch._dynamo.utils import preserve_rng_state
+            return run_without_graph(new_inputs)
+        if graph is not None and graph.handed is not None and graph.handed.alive():
+            if graph.handed.generation == generation:
+                # Its last outputs are in use in this generation (a forward's saved activations
+                # before their backward): a replay would overwrite them.
+                generations.warn_once(function)
+                stats["eager"] += 1
+                return run_without_graph(new_inputs)
+            # Kept from an earlier generation: the replay overwrites them, so reading one now
+            # raises torch_npu's error instead of showing this run's values.
+            graph.handed.invalidate()
+        if graph is None:
+            from torch._dynamo.utils import preserve_rng_state
 
-        with preserve_rng_state():
-            graph = _Recorded(model, new_inputs, static, mutated)
-        recorded[key] = graph
-        # The capture computed this call's results on copies of its inputs.
-        graph.copy_back(new_inputs)
+            with preserve_rng_state():
+                graph = _Recorded(model, new_inputs, static, mutated)
+            recorded[key] = graph
+            # The capture computed this call's results on copies of its inputs.
+            graph.copy_back(new_inputs)
+        else:
+            graph.replay(new_inputs)
         new_inputs.clear()
-        return graph.outputs
+        outputs = graph.hand_out()
+        graph.handed = _HandedOut(outputs, graph.input_storages, stack_traces, generation)
+        generations.ran(mode)
+        return outputs
 
     return run
 
@@ -123,7 +332,9 @@ def _policy_class():
         def cudagraphify(self, model, example_inputs, static_input_idxs, *, device_index, is_backward,
                          is_inference, **kwargs):
             if _is_npu(example_inputs):
-                return npu_graphify(model, static_input_idxs, kwargs.get("mutated_input_idxs", ()))
+                mode = BACKWARD if is_backward else INFERENCE if is_inference else FORWARD
+                return npu_graphify(model, static_input_idxs, kwargs.get("mutated_input_idxs", ()),
+                                    device_index=device_index, mode=mode, stack_traces=kwargs.get("stack_traces"))
             return super().cudagraphify(model, example_inputs, static_input_idxs, device_index=device_index,
                                         is_backward=is_backward, is_inference=is_inference, **kwargs)
 

@@ -19,6 +19,9 @@ __all__ = ["compile_report", "format_compile_report", "reset_compile_report"]
 
 # Dynamo names the function that resumes after a graph break "torch_dynamo_resume_in_<fn>_at_<line>".
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<function>.+)_at_(?P<line>\d+)$")
+# Restarts of the analysis that break no graph (a scalar made a tensor, a value unspecialized):
+# Dynamo records them by their exception class, graph breaks by their reason.
+_ANALYSIS_RESTART = re.compile(r"^<class '[\w.]+RestartAnalysis'>$")
 
 
 def _first_line(text: str) -> str:
@@ -42,21 +45,33 @@ def _eager_operators(operators: dict[str, Any] | None) -> dict[str, int]:
     return {"calls": calls, "device_ns": device_ns}
 
 
+def _npu_graph_runs() -> dict[str, int]:
+    if "npusim.compile.npu_graph_trees" not in sys.modules:
+        return {"captured": 0, "replayed": 0, "warmups": 0, "eager": 0}
+    from npusim.compile import npu_graph_trees
+
+    return dict(npu_graph_trees.stats)
+
+
 def compile_report(operators: dict[str, Any] | None = None) -> dict[str, Any]:
     """Keys: ``frames`` (one per compiled function: ``function``, ``source`` "file:line",
     ``compiles``, ``recompiles`` — list of ``reason``, the guard that failed —,
-    ``graph_breaks`` — list of ``reason``, ``source`` of the breaking line —); ``graph_breaks``
-    and ``recompiles`` (totals); ``fused_kernels`` (name -> launches, device_ns);
+    ``graph_breaks`` — list of ``reason``, ``source`` of the breaking line —, and
+    ``failures``, why Dynamo gave a frame up and let it run eagerly); ``graph_breaks`` and
+    ``recompiles`` (totals); ``not_compiled`` (frames Dynamo gave up entirely); ``fused_kernels`` (name -> launches, device_ns);
     ``eager_operators`` (``calls``, ``device_ns`` of the operators run one by one, counted from
-    ``operators``, the placement report's table, read now when not given)."""
+    ``operators``, the placement report's table, read now when not given); ``npu_graphs``
+    (reduce-overhead's NPUGraphs: ``captured``, ``replayed``, ``warmups`` and ``eager``, the
+    runs without the graph because its last outputs were still in use)."""
     from npusim.compile import _native
 
-    report: dict[str, Any] = {"frames": [], "graph_breaks": 0, "recompiles": 0, "fused_kernels": {}}
+    report: dict[str, Any] = {"frames": [], "graph_breaks": 0, "recompiles": 0, "not_compiled": 0, "fused_kernels": {}}
     report["fused_kernels"] = {
         name: {"launches": launches, "device_ns": device_ns}
         for name, (launches, device_ns) in sorted(_native.kernel_totals.items())
     }
     report["eager_operators"] = _eager_operators(operators)
+    report["npu_graphs"] = _npu_graph_runs()
     if "torch._dynamo.utils" not in sys.modules:
         return report
     from torch._dynamo.utils import get_compilation_metrics
@@ -87,6 +102,8 @@ def compile_report(operators: dict[str, Any] | None = None) -> dict[str, Any]:
             frame["recompiles"].append({"reason": str(metric.recompile_reason)})
         for reason in sorted(metric.restart_reasons or ()):
             short = _first_line(str(reason))
+            if _ANALYSIS_RESTART.match(short):
+                continue
             if short and all(b["reason"] != short for b in frame["graph_breaks"]):
                 frame["graph_breaks"].append({"reason": short, "source": ""})
         if metric.fail_reason:
@@ -106,6 +123,7 @@ def compile_report(operators: dict[str, Any] | None = None) -> dict[str, Any]:
                     entry["source"] = f"{filename}:{line}"
                     break
     report["frames"] = list(frames.values())
+    report["not_compiled"] = sum(1 for f in report["frames"] if f.get("failures") and f["compiles"] == len(f["failures"]))
     report["graph_breaks"] = sum(len(f["graph_breaks"]) for f in report["frames"])
     report["recompiles"] = sum(len(f["recompiles"]) for f in report["frames"])
     return report
@@ -116,6 +134,10 @@ def reset_compile_report() -> None:
     from npusim.compile import _native
 
     _native.reset_kernel_totals()
+    if "npusim.compile.npu_graph_trees" in sys.modules:
+        from npusim.compile import npu_graph_trees
+
+        npu_graph_trees.reset_stats()
     if "torch._dynamo.utils" in sys.modules:
         from torch._dynamo.utils import clear_compilation_metrics
 
@@ -126,11 +148,15 @@ def format_compile_report(report: dict[str, Any], top: int = 5) -> list[str]:
     """A few lines for the run summary; nothing when nothing was compiled."""
     if not report["frames"] and not report["fused_kernels"]:
         return []
+    not_compiled = report.get("not_compiled", 0)
     lines = [
-        f"torch.compile: {len(report['frames'])} compiled functions, "
+        f"torch.compile: {len(report['frames']) - not_compiled} compiled functions, "
         f"{report['recompiles']} recompilations, {report['graph_breaks']} graph breaks"
+        + (f", {not_compiled} functions left to run eagerly" if not_compiled else "")
     ]
     for frame in report["frames"]:
+        for failure in frame.get("failures", [])[:top]:
+            lines.append(f"  not compiled: {frame['function']} at {frame['source']}: {failure}")
         for recompile in frame["recompiles"][:top]:
             lines.append(f"  recompile: {frame['function']} at {frame['source']}: guard failed: {recompile['reason']}")
         for graph_break in frame["graph_breaks"][:top]:
@@ -143,6 +169,13 @@ def format_compile_report(report: dict[str, Any], top: int = 5) -> list[str]:
         lines.append(
             f"  fused kernels: {len(kernels)} generated, {launches} launches, "
             f"{device_ns / 1e6:.3f} ms simulated device time"
+        )
+    graphs = report.get("npu_graphs")
+    if graphs and (graphs["captured"] or graphs["eager"]):
+        lines.append(
+            f"  NPUGraphs (reduce-overhead): {graphs['captured']} captured, {graphs['replayed']} replays, "
+            f"{graphs['warmups']} warm-up runs, {graphs['eager']} runs without the graph (its last outputs "
+            "were still in use)"
         )
     eager = report.get("eager_operators")
     if eager and eager["calls"]:

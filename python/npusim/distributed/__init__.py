@@ -32,6 +32,7 @@ __all__ = [
     "communication_report",
     "reset_communication_report",
     "price_collective",
+    "exposed_communication",
 ]
 
 _REGISTERED = False
@@ -136,8 +137,8 @@ def _release_deferred_at_exit() -> None:
 def _create_hccl_backend(backend_options, process_group_options):
     """The creator registered for ``hccl`` (``extended_api=True``)."""
     global _RELEASE_AT_EXIT
+    from npusim import _C
     from npusim.distributed._environment import note_tuning_variables, read_environment
-    from npusim.estimate import is_estimate_only
 
     extension = _extension()
     if not _RELEASE_AT_EXIT:
@@ -166,8 +167,9 @@ def _create_hccl_backend(backend_options, process_group_options):
             f"RANK_TABLE_FILE {table.path} lists {table.world_size} ranks, but the process group has "
             f"{size} (WORLD_SIZE)." + dist_error(ErrCode.VALUE)
         )
-    if is_estimate_only() or _is_fake_store(store):
-        # Estimate-only: collectives are priced and checked, no data moves.
+    if _C._estimate_only() or _is_fake_store(store):
+        # Estimate-only (npusim.estimate, a mode of the runtime): collectives are priced and
+        # checked, no data moves.
         from torch._C._distributed_c10d import FakeProcessGroup
 
         mover = FakeProcessGroup._create_internal(rank, size)
@@ -316,4 +318,11 @@ def price_collective(op: str, nbytes: int, world_size: int, ranks_per_server: in
         op, int(nbytes), int(world_size), int(ranks_per_server), server_910a, int(buffer_bytes), peer_same_server
     )
     return ns / 1e9, algorithm, busbw
+
+
+def exposed_communication(communication_s: float, compute_s: float) -> float:
+    """The seconds a collective of `communication_s` adds when it runs alongside `compute_s` of compute on the
+    same chip (fused MC2 kernels, an asynchronous collective behind a GEMM): overlap hides only part of the
+    shorter of the two (the performance model's calibration, perf/Calibration.h)."""
+    return float(_extension()._exposed_communication(float(communication_s), float(compute_s)))
 

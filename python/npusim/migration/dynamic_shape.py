@@ -98,9 +98,8 @@ def analyse(source: str, target: str, run: list[str] | None, logger) -> str:
     entry, arguments = run[0], run[1:]
     if not os.path.isfile(os.path.join(base, entry)):
         raise MigrationError(f"the entry {entry} (--run) is not in the source {source}")
-    import npusim
-
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(npusim.__file__)))
+    # The folder that holds the npusim package (this file is npusim/migration/dynamic_shape.py).
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     environment = dict(os.environ)
     environment[REPORT_VARIABLE] = report
     environment["PYTHONPATH"] = os.pathsep.join(

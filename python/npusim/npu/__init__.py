@@ -9,20 +9,27 @@ as torch_npu's ``torch.npu``; it is split by concern:
 - :mod:`.streams`: streams and events,
 - :mod:`.memory`: the caching allocator,
 - :mod:`.random`: the default generators,
-- :mod:`.amp`: automatic mixed precision.
+- :mod:`.autocast_utils` and :mod:`.inf_nan_mode`: the device's autocast state and its
+  INF_NAN / saturation mode.
+
+The features above the device add themselves when the package root loads them: ``torch.npu.amp``
+is the subpackage :mod:`npusim.npu.amp` (imported by npusim's root), and :mod:`npusim.compile`
+serves Inductor's code generators and the graph API through :func:`_serve_attributes`.
 
 Nothing here starts the runtime at import; the first call that needs a device does.
 """
 
 from __future__ import annotations
 
+import typing as _typing  # under a private name: torch.npu's namespace is public
+
 import torch
 
-from npusim.npu import amp, utils  # noqa: F401  (torch.npu.amp, torch.npu.utils)
+from npusim.npu import utils  # noqa: F401  (torch.npu.utils)
 from npusim.npu import _shutdown  # noqa: F401  (drains the autograd workers at exit)
-from npusim.npu.amp import autocast_utils as _autocast_utils
-from npusim.npu.amp.autocast_utils import *  # noqa: F401,F403
-from npusim.npu.amp.inf_nan_mode import clear_npu_overflow_flag, get_npu_overflow_flag  # noqa: F401
+from npusim.npu import autocast_utils as _autocast_utils
+from npusim.npu.autocast_utils import *  # noqa: F401,F403
+from npusim.npu.inf_nan_mode import clear_npu_overflow_flag, get_npu_overflow_flag  # noqa: F401
 from npusim.npu._lazy import (
     DeferredNpuCallError,
     _is_in_bad_fork,
@@ -32,6 +39,11 @@ from npusim.npu._lazy import (
     is_initialized,
 )
 from npusim.npu import devices as _devices
+from npusim.npu import _acl_init
+from npusim.npu._lazy import register_initialization_steps as _register_initialization_steps
+
+# TORCH_ACL_INIT_CONFIG_PATH is checked before aclInit; ACL_OP_INIT_MODE is read once it ran.
+_register_initialization_steps(before_start=_acl_init.check_acl_init_config, after_start=_acl_init.acl_op_init_mode)
 from npusim.npu import memory as _memory
 from npusim.npu import random as _random
 from npusim.npu import streams as _streams
@@ -57,7 +69,7 @@ __all__ = [
     *_random.__all__,
     "init",
     "is_initialized",
-    # amp (the subpackage torch.npu.amp is an attribute, not in __all__)
+    # the autocast state (the subpackage torch.npu.amp, loaded by npusim's root, is not in __all__)
     *_autocast_utils.__all__,
     "get_npu_overflow_flag",
     "clear_npu_overflow_flag",
@@ -72,21 +84,25 @@ __all__ = [
 ]
 
 
-# Inductor looks up a PrivateUse1 device's code generators on its device module; npusim builds
-# them on first use (npusim.compile), so that importing torch does not import Inductor.
-# The graph API (NPUGraph, graph, ...) is served from npusim.compile.graphs on first use too.
-_INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
-_GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing")
-__all__ += list(_GRAPH_NAMES)  # as torch_npu's __all__ (contract §4, Graphs)
+# Attributes that a feature above the device serves on first use, by name: npusim.compile
+# registers Inductor's code generators (Inductor looks them up on a PrivateUse1 device's module)
+# and the graph API (NPUGraph, graph, ...), so that importing torch imports neither.
+_served_attributes = {}  # name -> serve(name); not annotated: torch.npu gets no __annotations__
+
+
+def _serve_attributes(
+    names: _typing.Iterable[str], serve: _typing.Callable[[str], _typing.Any], public: bool = False
+) -> None:
+    """Serve each of ``names`` as ``torch.npu.<name>`` through ``serve(name)`` on first access;
+    ``public`` names join ``__all__``. Called by the features as npusim's root loads them."""
+    for name in names:
+        _served_attributes[name] = serve
+        if public and name not in __all__:
+            __all__.append(name)
 
 
 def __getattr__(name: str):
-    if name in _INDUCTOR_CODEGEN_NAMES:
-        from npusim.compile import inductor_codegen
-
-        return inductor_codegen(name)
-    if name in _GRAPH_NAMES:
-        from npusim.compile import graphs
-
-        return getattr(graphs, name)
+    serve = _served_attributes.get(name)
+    if serve is not None:
+        return serve(name)
     raise AttributeError(f"module 'torch.npu' has no attribute '{name}'")

@@ -14,7 +14,7 @@ import threading
 import traceback
 
 from npusim import _C
-from npusim._error_code import ErrCode, pta_error
+from npusim._error_code import ErrCode, pta_error, register_current_device_query
 
 __all__ = ["init", "is_initialized"]
 
@@ -49,6 +49,31 @@ def _runtime_initialized() -> bool:
     return is_initialized()
 
 
+def _current_device_if_initialized() -> int:
+    """The current NPU for the error-code suffix, -1 while the runtime is not up (never starts it)."""
+    if not _runtime_initialized():
+        return -1
+    return int(_C._get_device())
+
+
+register_current_device_query(_current_device_if_initialized)
+
+
+# Registered by the modules above this one (npusim.npu's package module): checks that run before the
+# runtime starts (they may refuse to start it) and steps that run once it has started. The runtime's
+# start-up configuration reads the device module's version queries, which import this module.
+_before_runtime_start: list = []
+_after_runtime_start: list = []
+
+
+def register_initialization_steps(before_start=None, after_start=None) -> None:
+    """Adds a check run before the runtime starts and/or a step run right after it started."""
+    if before_start is not None:
+        _before_runtime_start.append(before_start)
+    if after_start is not None:
+        _after_runtime_start.append(after_start)
+
+
 def _lazy_call(callable, **kwargs):
     """Run ``callable`` now if the runtime is up, else when it initializes."""
     if is_initialized():
@@ -80,6 +105,8 @@ def _lazy_init() -> None:
                 "Cannot re-initialize NPU in forked subprocess. To use NPU with "
                 "multiprocessing, you must use the 'spawn' start method"
             )
+        for check in _before_runtime_start:
+            check()  # e.g. TORCH_ACL_INIT_CONFIG_PATH, before aclInit as torch_npu
         _C._init()
         _original_pid = os.getpid()
         # Queued calls may call _lazy_init() again; let this thread through, nobody else.
@@ -100,6 +127,8 @@ def _lazy_init() -> None:
                             f"NPU call was originally invoked at:\n\n{''.join(orig_traceback)}"
                         )
                         failure = (DeferredNpuCallError(msg + pta_error(ErrCode.INTERNAL)), e)
+            for step in _after_runtime_start:
+                step()  # e.g. ACL_OP_INIT_MODE, read once at start-up
             if failure is not None:
                 _initialized = True
                 raise failure[0] from failure[1]

@@ -10,8 +10,10 @@ import torch
 
 from npusim import _C
 from npusim._error_code import ErrCode, pta_error
+from npusim.npu._lazy import _runtime_initialized, is_initialized
 
 __all__ = ["MemPool", "use_mem_pool", "erase_stream", "empty_with_swapped_memory"]
+
 
 class MemPool:
     r"""A private pool of the NPU caching allocator (``torch.npu.MemPool``, as
@@ -70,9 +72,21 @@ class MemPool:
 
     def snapshot(self, include_traces: bool = True) -> list[dict[str, Any]]:
         r"""The segments of this pool, as :func:`torch.npu.memory_snapshot` gives them."""
-        from npusim.npu.memory import memory_snapshot
+        return _segments(self._id)
 
-        return memory_snapshot(mempool_id=self._id)
+
+def _segments(mempool_id: tuple[int, int] | None = None) -> list[dict[str, Any]]:
+    """The segments of the caching allocators of all devices (CUDA snapshot format), only those
+    of the pool ``mempool_id`` if given; none while the runtime is not up (reading them does not
+    start it). ``torch.npu.memory_snapshot`` (:mod:`.memory`) and ``MemPool.snapshot`` answer
+    with this."""
+    if not (is_initialized() or _runtime_initialized()):
+        return []
+    segments = list(_C._memory_snapshot())
+    if mempool_id is not None:
+        wanted = tuple(mempool_id)
+        segments = [segment for segment in segments if segment["segment_pool_id"] == wanted]
+    return segments
 
 
 @contextlib.contextmanager
@@ -124,4 +138,13 @@ def empty_with_swapped_memory(size: Any, *, dtype: torch.dtype | None = None, de
 
     index = _get_device_index(device if device is not None else torch.device("npu"), optional=True)
     host = torch.empty(tuple(size), dtype=dtype, pin_memory=True)
-    return _C._npu_tensor_over_host_memory(host, index)
+    tensor = _C._npu_tensor_over_host_memory(host, index)
+    if torch.are_deterministic_algorithms_enabled() and torch.utils.deterministic.fill_uninitialized_memory:
+        # As every empty factory in deterministic mode: NaN, or the largest value of the dtype.
+        if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
+            tensor.fill_(float("nan"))
+        elif tensor.dtype == torch.bool:
+            tensor.fill_(True)
+        else:
+            tensor.fill_(torch.iinfo(tensor.dtype).max)
+    return tensor

@@ -281,11 +281,11 @@ def can_device_access_peer(device: Any, peer_device: Any) -> bool:
     """
     index = _get_device_index(device, optional=True)
     peer = _get_device_index(peer_device, optional=True)
-    # torch_npu's texts, typo included.
+    # torch_npu's texts.
     if index < 0 or index >= device_count():
-        raise AssertionError("Invalid devide id" + pta_error(ErrCode.VALUE))
+        raise AssertionError("Invalid device id" + pta_error(ErrCode.VALUE))
     if peer < 0 or peer >= device_count():
-        raise AssertionError("Invalid peer devide id" + pta_error(ErrCode.VALUE))
+        raise AssertionError("Invalid peer device id" + pta_error(ErrCode.VALUE))
     return index != peer
 
 

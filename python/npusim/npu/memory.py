@@ -18,6 +18,9 @@ from npusim._error_code import ErrCode, pta_error
 from npusim.npu._lazy import _lazy_init, _runtime_initialized, is_initialized
 from npusim.npu.devices import _get_device_index, device as _device_context
 
+# torch_npu's allocator controls, reached as torch.npu.memory.<name> too (as torch.cuda.memory's).
+from npusim.npu.allocator_controls import MemPool, _segments, use_mem_pool  # noqa: F401
+
 __all__ = [
     "caching_allocator_alloc",
     "caching_allocator_delete",
@@ -248,13 +251,7 @@ def memory_snapshot(mempool_id: tuple[int, int] | None = None) -> list[dict[str,
     id of the private pool (:class:`torch.npu.MemPool`, graph pool) it belongs to. With
     ``mempool_id`` only that pool's segments are returned.
     """
-    if not _runtime_up():
-        return []
-    segments = list(_C._memory_snapshot())
-    if mempool_id is not None:
-        wanted = tuple(mempool_id)
-        segments = [segment for segment in segments if segment["segment_pool_id"] == wanted]
-    return segments
+    return _segments(mempool_id)
 
 
 def _format_size(size: int, reference: int) -> str:
@@ -385,9 +382,6 @@ def host_memory_stats() -> dict[str, Any]:
             flat[name] = value
     return dict(sorted(flat.items()))
 
-
-# torch_npu's allocator controls, reached as torch.npu.memory.<name> too.
-from npusim.npu.allocator_controls import MemPool, use_mem_pool  # noqa: E402,F401
 
 
 def _set_allocator_settings(env: str) -> None:

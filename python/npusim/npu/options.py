@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import inspect
 import os
 import warnings
@@ -358,14 +359,45 @@ def _cores(device: int) -> tuple[int, int]:
     return int(properties.cube_core_num), int(properties.vector_core_num)
 
 
-def set_device_limit(device: Any, cube_num: int = -1, vector_num: int = -1) -> None:
-    r"""Limit the Cube and Vector cores that kernels on ``device`` may use (-1: no change).
+class _CallOnce:
+    """torch_npu's once-only setting: the first call (successful or not) uses it up; later calls
+    raise. ``called`` can be reset, as torch_npu's own tests do."""
+
+    def __init__(self, func):
+        self.func = func
+        self.called = False
+        self.result = None
+        functools.update_wrapper(self, func)
+
+    def __call__(self, *args, **kwargs):
+        if self.called:
+            raise RuntimeError(
+                f"Function '{self.func.__name__}' has already been called, You can only set this interface once."
+            )
+        self.called = True
+        self.result = self.func(*args, **kwargs)
+        return self.result
+
+
+def _checked_device(device: Any) -> int:
+    """The device argument of the core-limit functions: an int naming a visible device."""
+    from npusim.npu import devices
+
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise TypeError(f"device must be an int, but got {type(device).__name__}" + pta_error(ErrCode.TYPE))
+    if device < 0 or device >= devices.device_count():
+        raise AssertionError("Invalid device id" + pta_error(ErrCode.VALUE))
+    return device
+
+
+@_CallOnce
+def set_device_limit(device: int, cube_num: int = -1, vector_num: int = -1) -> None:
+    r"""Limit the Cube and Vector cores that kernels on ``device`` may use (-1: no change). As in
+    torch_npu, it can be called once per process.
 
     npusim prices a kernel on the Cube (or Vector) unit at (all cores / allowed cores) times its
     unlimited time: a first-order model that ignores wave quantisation."""
-    from npusim.npu import devices
-
-    index = devices._get_device_index(device, optional=True)
+    index = _checked_device(device)
     cube_max, vector_max = _cores(index)
     limits = _DEVICE_LIMITS.setdefault(index, {"cube_core_num": cube_max, "vector_core_num": vector_max})
     for key, value, most in (("cube_core_num", cube_num, cube_max), ("vector_core_num", vector_num, vector_max)):
@@ -383,31 +415,40 @@ def set_device_limit(device: Any, cube_num: int = -1, vector_num: int = -1) -> N
     _C._set_core_limit_factors(index, cube_max / limits["cube_core_num"], vector_max / limits["vector_core_num"])
 
 
-def get_device_limit(device: Any) -> dict[str, int]:
+def get_device_limit(device: int) -> dict[str, int]:
     r"""The core limits of ``device``: ``{"cube_core_num": ..., "vector_core_num": ...}``."""
-    from npusim.npu import devices
-
-    index = devices._get_device_index(device, optional=True)
+    index = _checked_device(device)
     cube_max, vector_max = _cores(index)
     return dict(_DEVICE_LIMITS.get(index, {"cube_core_num": cube_max, "vector_core_num": vector_max}))
 
 
 _OP_TIMEOUT_MS: int | None = None
+_UINT32_MAX = 2**32 - 1
 
 
 def set_op_timeout_ms(timeout_ms: int) -> None:
-    r"""The time after which a kernel that does not finish is an error (milliseconds)."""
+    r"""The time after which a kernel that does not finish is an error (milliseconds, an unsigned
+    32-bit value as the runtime takes it; simulated kernels never hang, the value is recorded)."""
     global _OP_TIMEOUT_MS
-    if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool):
-        raise TypeError(f"timeout_ms must be an int, but got {type(timeout_ms)}" + pta_error(ErrCode.TYPE))
-    if timeout_ms <= 0:
-        raise ValueError(f"timeout_ms must be greater than 0, but got {timeout_ms}" + pta_error(ErrCode.VALUE))
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+        raise TypeError(
+            f"set_op_timeout_ms(): argument 'timeout' must be int, not {type(timeout_ms).__name__}"
+        )
+    # The binding unpacks an unsigned 32-bit integer: Python's and PyTorch's texts.
+    if timeout_ms < 0:
+        raise OverflowError("can't convert negative value to unsigned int")
+    if timeout_ms > _UINT32_MAX:
+        raise RuntimeError("Overflow when unpacking unsigned long")
     _OP_TIMEOUT_MS = timeout_ms
+
+
+_SYNC_DEBUG_NOTE_SHOWN = False
 
 
 def set_sync_debug_mode(debug_mode: int | str) -> None:
     r"""Warn about (``"warn"``, 1) or refuse (``"error"``, 2) operations that make the host wait for
     the device; ``"default"`` (0) is silent."""
+    global _SYNC_DEBUG_NOTE_SHOWN
     if isinstance(debug_mode, str):
         names = {"default": 0, "warn": 1, "error": 2}
         if debug_mode not in names:
@@ -415,7 +456,18 @@ def set_sync_debug_mode(debug_mode: int | str) -> None:
                 "invalid value of debug_mode, expected one of `default`, `warn`, `error`" + pta_error(ErrCode.PARAM)
             )
         debug_mode = names[debug_mode]
-    _C._set_sync_debug_mode(int(debug_mode))
+    if not _SYNC_DEBUG_NOTE_SHOWN:
+        _SYNC_DEBUG_NOTE_SHOWN = True
+        warnings.warn(
+            "Synchronization debug mode is a prototype feature and does not yet detect all synchronizing operations"
+        )
+    if isinstance(debug_mode, bool) or not isinstance(debug_mode, int):
+        raise RuntimeError(
+            "invalid argument to set_sync_debug_mode, debug_mode type must long" + pta_error(ErrCode.PARAM)
+        )
+    if not 0 <= debug_mode <= 2:
+        raise RuntimeError("invalid value of debug_mode, expected one of 0,1,2" + pta_error(ErrCode.VALUE))
+    _C._set_sync_debug_mode(debug_mode)
 
 
 def get_sync_debug_mode() -> int:

@@ -14,6 +14,8 @@ is that id (torch_npu gives the raw ``aclrtStream`` pointer there; npusim has no
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import Any
 
 import torch
@@ -184,17 +186,39 @@ class ExternalStream(Stream):
         # The handle is not checked: only its creator knows it (as on torch_npu).
         return torch.Stream.__new__(cls, stream_id=int(stream_ptr), device_index=index, device_type=_PRIVATEUSE1)
 
+    @property
+    def npu_stream(self) -> int:
+        """The stream's handle; unavailable with per-stream task queues, as on torch_npu."""
+        if _per_stream_queue():
+            raise RuntimeError(
+                "External NPU stream is not supported in NPUStream::stream() with per-stream task queue."
+                + pta_error(ErrCode.NOT_SUPPORT)
+            )
+        return self.stream_id
+
     def query(self) -> bool:
         raise RuntimeError(
-            "Cannot query an external stream: NPUStream::query is not supported for a stream "
-            "created outside torch_npu" + pta_error(ErrCode.NOT_SUPPORT)
+            "Cannot query external NPU stream status. The caller must track stream completion externally."
+            + pta_error(ErrCode.NOT_SUPPORT)
         )
 
     def synchronize(self) -> None:
         raise RuntimeError(
-            "NPUStream::synchronize is not supported for an external stream; synchronize it where "
-            "it was created, or call torch.npu.synchronize()" + pta_error(ErrCode.NOT_SUPPORT)
+            "External NPU stream is not supported in NPUStream::synchronize. The caller is responsible for "
+            "synchronization of external streams." + pta_error(ErrCode.NOT_SUPPORT)
         )
+
+
+@functools.lru_cache(maxsize=None)
+def _per_stream_queue() -> bool:
+    """torch_npu's per-stream task queues (PER_STREAM_QUEUE, read once): on only with the task
+    queue on (TASK_QUEUE_ENABLE not 0) and launches not blocking (ASCEND_LAUNCH_BLOCKING not 1)."""
+    if os.environ.get("ASCEND_LAUNCH_BLOCKING", "0") == "1" or os.environ.get("TASK_QUEUE_ENABLE", "1") == "0":
+        return False
+    try:
+        return int(os.environ.get("PER_STREAM_QUEUE", "0")) != 0
+    except ValueError:
+        return False
 
 
 def _check_stream_triple(stream_id: Any, device_index: Any, device_type: Any) -> None:

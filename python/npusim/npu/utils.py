@@ -2,7 +2,7 @@
 helpers (``is_support_inf_nan``, ``npu_check_overflow``, the overflow flag) and the device
 helpers it re-exports, the CANN and SoC versions and the sync debug mode."""
 
-from npusim.npu.amp.inf_nan_mode import (  # noqa: F401
+from npusim.npu.inf_nan_mode import (  # noqa: F401
     clear_npu_overflow_flag,
     get_npu_overflow_flag,
     is_support_inf_nan,

@@ -111,6 +111,16 @@ def _npu_getDefaultStream(device: int) -> tuple[int, int, int]:
     return _stream_tuple(_streams.default_stream(device))
 
 
+def _npu_getCurrentRawStream(device: int) -> int:
+    """The handle of the current stream of ``device`` (``Stream.npu_stream``), as compiled code
+    passes it to kernels."""
+    return int(_streams.current_stream(device).npu_stream)
+
+
+# npusim's streams have no launch queue to drain before the handle is read.
+_npu_getCurrentRawStreamNoWait = _npu_getCurrentRawStream
+
+
 def _npu_setStream(stream_id: int = 0, device_index: int = 0, device_type: int = 0) -> None:
     _streams.set_stream(_streams.Stream(stream_id=stream_id, device_index=device_index, device_type=device_type))
 
@@ -155,13 +165,18 @@ def _npu_get_soc_version() -> int:
 
 
 def _npu_is_support_inf_nan() -> bool:
-    from npusim.npu.amp.inf_nan_mode import is_support_inf_nan
+    from npusim.npu.inf_nan_mode import is_support_inf_nan
 
     return is_support_inf_nan()
 
 
 def _npu_is_bf16_supported() -> bool:
     return bool(torch.npu.is_bf16_supported())
+
+
+# The allocation of Inductor's generated wrappers, without the argument parser and the
+# dispatcher: (sizes, strides, dtype) -> an uninitialised npu tensor on the current device.
+_empty_strided_npu = _npusim_C._empty_strided_npu
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,7 @@
 gradient scaler on ``npu``, with what torch_npu's own scaler adds.
 
 ``torch.amp.GradScaler("npu")`` needs nothing from npusim beyond the two ``_amp_*`` kernels: the
-non-finite check and unscale (``csrc/backend/InfNanMode.cpp``, torch_npu's semantics, including
+non-finite check and unscale (``csrc/backend/numerics/InfNanMode.cpp``, torch_npu's semantics, including
 the once-per-process warning ``Non finite check and unscale on NPU device!``) and the scale update
 (PyTorch's CPU kernel on device memory). This subclass behaves as torch_npu's
 ``torch_npu.npu.amp.GradScaler``:
@@ -32,7 +32,7 @@ from torch.amp.grad_scaler import _refresh_per_optimizer_state
 
 from npusim._error_code import ErrCode, pta_error
 from npusim.npu.amp.common import amp_definitely_not_available
-from npusim.npu.amp.inf_nan_mode import clear_npu_overflow_flag, get_npu_overflow_flag, is_support_inf_nan
+from npusim.npu.inf_nan_mode import clear_npu_overflow_flag, get_npu_overflow_flag, is_support_inf_nan
 
 __all__ = ["GradScaler"]
 

@@ -1,6 +1,6 @@
 /*
  * npusim's AscendCL: the runtime API (CANN's acl/acl_rt.h): devices, contexts, streams, events,
- * memory and host callbacks. Names, signatures
+ * memory, host callbacks and stream capture into a model runtime instance. Names, signatures
  * and numbers are CANN's; written for npusim from CANN's public documentation. On npusim the
  * devices are simulated: work runs on the host at once and is charged to a simulated timeline,
  * so events measure the time the modelled chip would take (see docs/cann-toolkit.md).
@@ -127,6 +127,20 @@ typedef enum {
     ACL_DEV_ATTR_PHY_CHIP_ID = 402U
 } aclrtDevAttr;
 
+typedef void *aclmdlRI;
+
+typedef enum aclmdlRICaptureMode {
+    ACL_MODEL_RI_CAPTURE_MODE_GLOBAL = 0,
+    ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL,
+    ACL_MODEL_RI_CAPTURE_MODE_RELAXED
+} aclmdlRICaptureMode;
+
+typedef enum aclmdlRICaptureStatus {
+    ACL_MODEL_RI_CAPTURE_STATUS_NONE = 0,
+    ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE,
+    ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED
+} aclmdlRICaptureStatus;
+
 typedef void (*aclrtCallback)(void *userData);
 
 /* Errors: the last one of this thread, and its text. */
@@ -213,6 +227,16 @@ ACL_FUNC_VISIBILITY aclError aclrtStreamGetPriority(aclrtStream stream, uint32_t
 ACL_FUNC_VISIBILITY aclError aclrtStreamGetId(aclrtStream stream, int32_t *streamId);
 ACL_FUNC_VISIBILITY aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event);
 ACL_FUNC_VISIBILITY aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode);
+
+/* Stream capture into a model runtime instance: the copies, memsets and aclnn operators queued on
+ * a capturing stream are recorded instead of run; each aclmdlRIExecuteAsync runs them again (one
+ * launch from the host). Events and callbacks are not captured (107030). */
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus *status,
+                                                    aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRICaptureEnd(aclrtStream stream, aclmdlRI *modelRI);
+ACL_FUNC_VISIBILITY aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream stream);
+ACL_FUNC_VISIBILITY aclError aclmdlRIDestroy(aclmdlRI modelRI);
 
 /* The runtime library's version (ACL_MAJOR_VERSION.ACL_MINOR_VERSION.ACL_PATCH_VERSION). */
 ACL_FUNC_VISIBILITY aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion);

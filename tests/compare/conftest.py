@@ -1,0 +1,1 @@
+"""Tests of ``npusim compare`` and npusim's msprobe (python/npusim/compare)."""

@@ -1,0 +1,172 @@
+"""reduce-overhead's outputs are guarded as torch_npu's NPU graph trees guard them: a graph run's
+outputs are fresh tensors over the graph's memory; reading one after a replay of a later
+generation overwrote it raises torch_npu's "accessing tensor output of NPUGraphs that has been
+overwritten by a subsequent run" (through any view too); a graph never overwrites outputs still
+in use within a generation (it runs without the graph instead, with torch_npu's warning);
+npugraph_mark_step_begin() starts a generation even while forwards wait for their backward."""
+
+import re
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+
+import npusim  # noqa: F401
+from npusim.compile import npu_graph_trees
+
+OVERWRITTEN = re.escape("Error: accessing tensor output of NPUGraphs that has been overwritten by a subsequent run.")
+ADVICE = re.escape("To prevent overwriting, clone the tensor outside of torch.compile() or call "
+                   "torch.compiler.npugraph_mark_step_begin() before each model invocation.")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graphs():
+    torch._dynamo.reset()
+    npu_graph_trees.reset_generations()
+    npu_graph_trees.reset_stats()
+    yield
+    torch._dynamo.reset()
+    npu_graph_trees.reset_generations()
+
+
+def _step(x, w):
+    return torch.relu(x @ w).sin() * 0.5 + 1
+
+
+def _inputs(count):
+    generator = torch.Generator().manual_seed(3)
+    w = (torch.randn(16, 16, generator=generator) * 0.25).to("npu")
+    return w, [torch.randn(8, 16, generator=generator).to("npu") for _ in range(count)]
+
+
+def test_an_output_read_after_the_next_generation_raises_torch_npus_error():
+    compiled = torch.compile(_step, mode="reduce-overhead")
+    w, xs = _inputs(4)
+    warm = compiled(xs[0], w)  # warm-up run
+    captured = compiled(xs[1], w)  # capture
+    view = captured[2:]
+    kept = captured.clone()  # the documented remedy: a clone outside torch.compile
+    replayed = compiled(xs[2], w)  # a replay: a new generation overwrites the graph's memory
+    assert npu_graph_trees.stats == {"captured": 1, "replayed": 1, "warmups": 1, "eager": 0}
+    # The warm-up ran in fresh memory, which no replay touches.
+    torch.testing.assert_close(warm.cpu(), _step(xs[0], w).cpu(), rtol=1e-4, atol=1e-5)
+    for stale in (captured, view):
+        with pytest.raises(RuntimeError, match="(?s)" + OVERWRITTEN + ".*" + ADVICE):
+            stale.cpu()
+    with pytest.raises(RuntimeError, match=OVERWRITTEN):
+        captured + 1  # any operator reading it
+    torch.testing.assert_close(kept.cpu(), _step(xs[1], w).cpu(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(replayed.cpu(), _step(xs[2], w).cpu(), rtol=1e-4, atol=1e-5)
+    # The message names the line of the compiled function that produced the output.
+    with pytest.raises(RuntimeError, match=r"Stack trace: .*test_npu_graph_trees\.py"):
+        captured.sum()
+    # The compile report counts the NPUGraph runs.
+    from npusim.compile.report import compile_report, format_compile_report
+
+    report = compile_report()
+    assert report["npu_graphs"] == {"captured": 1, "replayed": 1, "warmups": 1, "eager": 0}
+    assert any(line.strip().startswith("NPUGraphs (reduce-overhead): 1 captured, 1 replays, 1 warm-up runs")
+               for line in format_compile_report(report))
+
+
+def test_outputs_are_fresh_tensors_over_the_graphs_memory():
+    compiled = torch.compile(_step, mode="reduce-overhead")
+    w, xs = _inputs(4)
+    for x in xs[:2]:
+        compiled(x, w)
+    first = compiled(xs[2], w)
+    pointer = first.data_ptr()
+    first_result = first.clone()
+    del first
+    second = compiled(xs[3], w)
+    assert second.data_ptr() == pointer  # the same graph memory, handed out again
+    torch.testing.assert_close(first_result.cpu(), _step(xs[2], w).cpu(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(second.cpu(), _step(xs[3], w).cpu(), rtol=1e-4, atol=1e-5)
+    # A handed-out output keeps the graph's memory valid after the graph itself is gone.
+    torch._dynamo.reset()
+    import gc
+
+    gc.collect()
+    torch.testing.assert_close(second.cpu(), _step(xs[3], w).cpu(), rtol=1e-4, atol=1e-5)
+
+
+def _model(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).to("npu")
+
+
+def _batch(seed):
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(5, 8, generator=generator).to("npu"), torch.randn(5, 4, generator=generator).to("npu")
+
+
+def _train_steps(model, forward, steps):
+    for step in range(steps):
+        model.zero_grad(set_to_none=True)
+        x, y = _batch(step)
+        nn.functional.mse_loss(forward(x), y).backward()
+
+
+def test_two_forwards_before_their_backwards_never_overwrite_saved_activations():
+    model, reference = _model(), _model()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    _train_steps(model, compiled, 3)  # warm-up, capture, replay of forward and backward
+    model.zero_grad(set_to_none=True)
+    (x1, y1), (x2, y2) = _batch(10), _batch(11)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = nn.functional.mse_loss(compiled(x1), y1)
+        second = nn.functional.mse_loss(compiled(x2), y2)  # the first forward's outputs are in use
+    assert npu_graph_trees.stats["eager"] >= 1
+    assert any("Unable to hit fast path of NPUGraphs because of pending, uninvoked backwards" in str(w.message)
+               for w in caught)
+    (first + second).backward()
+    expected = nn.functional.mse_loss(reference(x1), y1) + nn.functional.mse_loss(reference(x2), y2)
+    expected.backward()
+    torch.testing.assert_close((first + second).detach().cpu(), expected.detach().cpu(), rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(mine.grad.cpu(), theirs.grad.cpu(), rtol=1e-4, atol=1e-5)
+
+
+def test_mark_step_begin_starts_a_generation_while_a_backward_is_pending():
+    assert torch.compiler.npugraph_mark_step_begin is not None
+    model = _model()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    _train_steps(model, compiled, 3)
+    x, _ = _batch(20)
+    pending = compiled(x)  # a forward whose backward never runs
+    torch.compiler.npugraph_mark_step_begin()
+    compiled(_batch(21)[0])  # replays over it: the program said a new iteration began
+    with pytest.raises(RuntimeError, match=OVERWRITTEN):
+        pending.sum()
+
+
+def test_accumulating_into_a_gradient_the_graph_produced_raises():
+    """Gradient accumulation across micro-batches needs stable .grad buffers: a .grad taken
+    over from a backward graph's run is overwritten by its replay in the next generation (as
+    with CUDA's and torch_npu's graph trees)."""
+    model = _model()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    _train_steps(model, compiled, 3)
+    model.zero_grad(set_to_none=True)
+    x, y = _batch(30)
+    nn.functional.mse_loss(compiled(x), y).backward()  # .grad are the backward graph's outputs
+    x, y = _batch(31)
+    with pytest.raises(RuntimeError, match=OVERWRITTEN):
+        nn.functional.mse_loss(compiled(x), y).backward()
+
+
+def test_accumulating_into_preallocated_gradients_equals_eager():
+    model, reference = _model(), _model()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    _train_steps(model, compiled, 3)
+    for parameters in (model.parameters(), reference.parameters()):
+        for parameter in parameters:
+            parameter.grad = torch.zeros_like(parameter)  # stable buffers, outside any graph
+    for seed in (40, 41, 42):
+        x, y = _batch(seed)
+        nn.functional.mse_loss(compiled(x), y).backward()
+        nn.functional.mse_loss(reference(x), y).backward()
+    for mine, theirs in zip(model.parameters(), reference.parameters()):
+        torch.testing.assert_close(mine.grad.cpu(), theirs.grad.cpu(), rtol=1e-4, atol=1e-5)

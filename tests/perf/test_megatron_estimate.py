@@ -1,0 +1,105 @@
+"""The Megatron / MindSpeed-LLM step estimator and its published setups: every row cites its figure and script,
+sparse modes price the blocks they compute, tensor-parallel communication shows as Megatron and MC2 schedule
+it, and a small setup is estimated end to end."""
+
+import dataclasses
+import importlib
+import pathlib
+import re
+import sys
+
+import pytest
+import torch
+
+from perf_timing import device_us, estimate_on_npu
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def _modules():
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
+    return importlib.import_module("megatron_estimate"), importlib.import_module("megatron_setups")
+
+
+def _small(**changes):
+    estimator, setups = _modules()
+    base = dataclasses.replace(setups.SETUPS["llama2-7b"], layers=4, width=512, heads=8, ffn=1024, vocab=2048,
+                               seq=1024, micro_batch=1, global_batch=16)
+    return dataclasses.replace(base, **changes)
+
+
+def test_every_published_row_cites_its_figure_and_script():
+    _, setups = _modules()
+    assert len(setups.SETUPS) >= 20
+    for s in setups.SETUPS.values():
+        assert re.fullmatch(r"Ascend/MindSpeed-LLM examples/\S+\.sh @ [0-9a-f]{40}", s.source), s.source
+        assert s.reference_tokens_per_s > 0
+        assert s.tp * s.pp * s.dp == s.npus
+        assert s.micro_batches >= 1 and s.global_batch == s.micro_batches * s.dp * s.micro_batch
+        assert s.heads % s.tp == 0 and s.ffn % s.tp == 0
+    assert len({s.family for s in setups.SETUPS.values()}) >= 8
+
+
+def test_sliding_window_prices_only_its_band():
+    """Mistral's --sliding-window sets pre_tockens on sparse_mode 4: the kernel computes the band, not the
+    causal triangle."""
+    estimator, _ = _modules()
+    causal = _small(seq=8192, heads=8, width=1024, ffn=2048)
+    window = dataclasses.replace(causal, sliding_window=1024)
+    assert estimator.stage_times(window)["layer"] < 0.8 * estimator.stage_times(causal)["layer"]
+
+
+def test_causal_band_costs_about_half_of_full_attention():
+    import torch_npu
+
+    with estimate_on_npu():
+        q = torch.empty(4096, 1, 8 * 128, dtype=torch.bfloat16)
+        mask = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), 1)
+        full = device_us(lambda: torch_npu.npu_fusion_attention(q, q, q, 8, "SBH", scale=0.1))
+        causal = device_us(lambda: torch_npu.npu_fusion_attention(q, q, q, 8, "SBH", atten_mask=mask, scale=0.1,
+                                                                  pre_tockens=65536, next_tockens=0, sparse_mode=4))
+    assert 0.45 < causal / full < 0.65
+
+
+def test_tensor_parallel_communication_shows_as_scheduled():
+    estimator, _ = _modules()
+    tp8 = _small(tp=8, sequence_parallel=True, mc2=False, global_batch=16)
+    gemms = estimator.linear_gemm_seconds(tp8)
+    plain = estimator.tensor_parallel_exposed_seconds(tp8, gemms)
+    fused = estimator.tensor_parallel_exposed_seconds(dataclasses.replace(tp8, mc2=True), gemms)
+    assert 0 < fused < plain
+    # Behind GEMMs shorter than the collectives, longer GEMMs hide more of them; never all of them.
+    shorter = {name: tuple(t / 20 for t in times) for name, times in gemms.items()}
+    assert estimator.tensor_parallel_exposed_seconds(dataclasses.replace(tp8, mc2=True), shorter) > fused > 0
+    assert estimator.tensor_parallel_exposed_seconds(dataclasses.replace(tp8, tp=1, npus=1), gemms) == 0
+
+
+def test_overlap_hides_two_thirds_of_the_shorter_phase():
+    from npusim.distributed import exposed_communication
+
+    assert exposed_communication(437.3e-6, 371.6e-6) == pytest.approx(437.3e-6 - 0.668 * 371.6e-6)
+    assert exposed_communication(1e-3, 0.0) == pytest.approx(1e-3)
+
+
+def test_small_setup_is_estimated_end_to_end():
+    estimator, _ = _modules()
+    s = _small(pp=2, global_batch=32)
+    r = estimator.estimate(s)
+    assert r["step_s"] >= r["pipeline_s"] > 0
+    assert r["tokens_per_s_per_npu"] == pytest.approx(s.global_batch * s.seq / r["step_s"] / s.npus)
+    parts = r["breakdown"]
+    assert sum(parts.values()) == pytest.approx(r["step_s"], rel=1e-6)
+    assert parts["gemm"] > parts["attention"] > 0
+
+
+def test_moe_layer_prices_grouped_experts_and_the_dispatchers_host_syncs():
+    estimator, _ = _modules()
+    from npusim import _C
+
+    s = _small(experts=4, topk=2, ep=2, moe_grouped_gemm=True, global_batch=32)
+    _C._reset_placement_report()
+    estimator.stage_times(s)
+    report = _C._placement_report()
+    assert "npu::npu_grouped_matmul" in report["operators"]
+    assert report["operators"]["npu::npu_grouped_matmul"]["ai_core"] >= 4  # two forward, input and weight gradients
