@@ -8,7 +8,7 @@ single LSTMCell unrolled over the sequence (the per-step fused-cell path torch_n
 Each round times one call on cpu and one on npu back to back; the result is the median of the
 per-round ratios:
 
-    TARGET 2-layer LSTM forward+backward: 1.04x (target <= 1.1x) MET
+    TARGET 2-layer LSTM forward+backward: 1.02x (target <= 1.1x) MET
 
 Usage: python bench/bench_recurrent.py [--quick] [--threads N] [--rounds N]
 """

@@ -15,7 +15,7 @@ back, which cancels most drift from other load); one target line per example tak
 (the transformer and the CNN within 5% of the CPU, the LSTM language model within 10%), and the
 geometric mean is printed as well:
 
-    TARGET training step gpt_transformer: 0.99x (target <= 1.05x) MET
+    TARGET training step gpt_transformer: 0.97x (target <= 1.05x) MET
 
 Usage: python bench/bench_training_step.py [--quick] [--threads N] [--rounds N]
 """
