@@ -1,8 +1,8 @@
 """torch_npu's fused operators (csrc/ops): what they change in an estimate, and what they cost on
 the host.
 
-1. The estimated training step of a LLaMA-2-7B-shaped model (examples/llama_estimate.py: 32
-   layers, sequence 4096, bf16 autocast) written the MindSpeed way (npu_rms_norm, npu_rotary_mul,
+1. The estimated training step of a LLaMA-2-7B-shaped model (32 layers, sequence 4096, bf16
+   autocast) written the MindSpeed way (npu_rms_norm, npu_rotary_mul,
    npu_fusion_attention, npu_swiglu on a merged gate/up projection, NpuFusedAdamW) against the
    same model in plain PyTorch (AdamW foreach). Both run in estimate-only mode; the report
    shows where the difference comes from (launches, Vector time).
@@ -21,20 +21,80 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import EXAMPLES_DIR, geometric_mean, import_torch_and_npusim, median, print_table, target_line  # noqa: E402
+from _common import geometric_mean, import_torch_and_npusim, median, print_table, target_line  # noqa: E402
 
 torch = import_torch_and_npusim(None)
-sys.path.insert(0, EXAMPLES_DIR)
 import npusim  # noqa: E402
 import torch_npu  # noqa: E402
 import torch_npu.optim  # noqa: E402
 from torch import nn  # noqa: E402
 
-import llama_estimate as plain  # noqa: E402
+
+class PlainDecoderLayer(nn.Module):
+    """A LLaMA decoder layer in plain PyTorch (Hugging Face's formulation): RMSNorm in fp32, separate q/k/v
+    projections, rotate-half rotary, scaled_dot_product_attention (causal), gate/up/down with SiLU."""
+
+    def __init__(self, width: int, heads: int, hidden: int):
+        super().__init__()
+        self.heads = heads
+        self.input_norm = nn.Parameter(torch.ones(width))
+        self.qkv = nn.ModuleList(nn.Linear(width, width, bias=False) for _ in range(3))
+        self.o_proj = nn.Linear(width, width, bias=False)
+        self.post_norm = nn.Parameter(torch.ones(width))
+        self.gate_proj = nn.Linear(width, hidden, bias=False)
+        self.up_proj = nn.Linear(width, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, width, bias=False)
+
+    @staticmethod
+    def rms_norm(x, weight):
+        y = x.float()
+        return (y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + 1e-5)).type_as(x) * weight
+
+    @staticmethod
+    def rotary(t, cos, sin):
+        first, second = t.chunk(2, -1)
+        return t * cos + torch.cat((-second, first), -1) * sin
+
+    def forward(self, x, cos, sin):
+        batch, length, width = x.shape
+        shape = (batch, length, self.heads, width // self.heads)
+        h = self.rms_norm(x, self.input_norm)
+        q, k, v = (proj(h).view(shape).transpose(1, 2) for proj in self.qkv)
+        q, k = self.rotary(q, cos, sin), self.rotary(k, cos, sin)
+        attn = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.o_proj(attn.transpose(1, 2).reshape(batch, length, width))
+        h = self.rms_norm(x, self.post_norm)
+        return x + self.down_proj(torch.nn.functional.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class PlainLlama(nn.Module):
+    """The LLaMA-2-7B-shaped model in plain PyTorch: embedding, decoder layers, final norm, LM head."""
+
+    def __init__(self, layers=32, width=4096, heads=32, hidden=11008, vocab=32000):
+        super().__init__()
+        self.head_dim = width // heads
+        self.embed_tokens = nn.Embedding(vocab, width)
+        self.layers = nn.ModuleList(PlainDecoderLayer(width, heads, hidden) for _ in range(layers))
+        self.norm = nn.RMSNorm(width, eps=1e-5)
+        self.lm_head = nn.Linear(width, vocab, bias=False)
+
+    def rotary(self, length: int, device):
+        inverse = 1.0 / (10000 ** (torch.arange(0, self.head_dim, 2, device=device).float() / self.head_dim))
+        angles = torch.outer(torch.arange(length, device=device).float(), inverse)
+        angles = torch.cat((angles, angles), -1)
+        return angles.cos(), angles.sin()
+
+    def forward(self, tokens):
+        x = self.embed_tokens(tokens)
+        cos, sin = self.rotary(tokens.size(1), tokens.device)
+        cos, sin = cos[None, None], sin[None, None]  # [b, heads, s, d] broadcast
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.lm_head(self.norm(x))
 
 
 class FusedDecoderLayer(nn.Module):
-    """The decoder layer of examples/llama_estimate.py, written with torch_npu's fused operators."""
+    """PlainDecoderLayer written with torch_npu's fused operators, as MindSpeed-LLM runs it."""
 
     def __init__(self, width: int, heads: int, hidden: int):
         super().__init__()
@@ -61,7 +121,7 @@ class FusedDecoderLayer(nn.Module):
         return x + self.down_proj(torch_npu.npu_swiglu(self.gate_up_proj(h), dim=-1))
 
 
-class FusedLlama(plain.Llama):
+class FusedLlama(PlainLlama):
     def __init__(self, layers=32, width=4096, heads=32, hidden=11008, vocab=32000):
         super().__init__(layers=0, width=width, heads=heads, hidden=hidden, vocab=vocab)
         self.layers = nn.ModuleList(FusedDecoderLayer(width, heads, hidden) for _ in range(layers))
@@ -154,7 +214,7 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.layers, args.repeat = min(args.layers, 4), min(args.repeat, 2)
-    unfused = estimate(plain.Llama, lambda params, lr: torch.optim.AdamW(params, lr=lr, foreach=True), args.layers,
+    unfused = estimate(PlainLlama, lambda params, lr: torch.optim.AdamW(params, lr=lr, foreach=True), args.layers,
                        args.seq)
     fused = estimate(FusedLlama, torch_npu.optim.NpuFusedAdamW, args.layers, args.seq)
     print(f"LLaMA-2-7B-shaped training step ({args.layers} layers, sequence {args.seq}, bf16 autocast), "

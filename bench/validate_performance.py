@@ -23,9 +23,9 @@ References (shared/reference/ascend-hardware.md and the issue that set them):
      3646.2 us, device-bound.
    Target: within 15% (as the attention loop).
 
-4. End-to-end training throughput per NPU, 29 published rows of 10 model families, each estimated exactly as its
+4. End-to-end training throughput per NPU, 30 published rows of 10 model families, each estimated exactly as its
    script runs it (tokens/s/NPU for LLMs, sequences/s for BERT, images/s for ResNet-50):
-   - 26 MindSpeed-LLM / ModelLink pretraining rows (LLaMA 1/2/3/3.2, Qwen 1/1.5/2, Baichuan2, InternLM, ChatGLM3 and
+   - 27 MindSpeed-LLM / ModelLink pretraining rows (LLaMA 1/2/3/3.2, Qwen 1/1.5/2, Baichuan2, InternLM, ChatGLM3 and
      GLM-4, Mistral with its sliding window, Gemma, MiniCPM and MiniCPM-MoE): examples/megatron_setups.py lists each
      with repository, file and commit of its figure and script, and examples/megatron_estimate.py prices it;
    - BERT-Base / BERT-Large SQuAD fine-tuning and ResNet-50 from Ascend ModelZoo (examples/bert_squad_estimate.py,
@@ -34,7 +34,7 @@ References (shared/reference/ascend-hardware.md and the issue that set them):
    376 T (24 cores, Ascend910B2) NPU (Huawei's Atlas 800T A2 white paper). MindSpeed's MFU figures do not tell
    which: its MFU table divides by 354 TFLOPS for any device named "910B" (MindSpeed-LLM
    mindspeed_llm/fsdp2/utils/flops/flops_base.py get_device_flops). The rows do: on the 24-core part every family is
-   15-35% too fast in its compute-bound work and right in its HBM-bound work, which is the 24/20 core ratio at the
+   11-32% too fast in its compute-bound work and right in its HBM-bound work, which is the 24/20 core ratio at the
    same clock and memory; on the 20-core part they are right with nothing fitted. So the rows are judged on the
    Ascend910B3 (a subprocess per chip, NPUSIM_SOC) and the 910B2 figure is printed beside them for reference. The
    choice is the only thing the end-to-end rows decide; it is made again with each family left out (the
@@ -164,7 +164,7 @@ def end_to_end_rows() -> list[dict]:
 
     rows = []
     for s in megatron_setups.SETUPS.values():
-        flags = " ".join(f for f, on in (("SP", s.sp), ("MC2", s.mc2 and s.sp), ("dist-opt", s.distributed_optimizer),
+        flags = " ".join(f for f, on in (("SP", s.sp), ("MC2", s.mc2_active), ("MC2 (off)", s.mc2 and s.sp and s.figure_without_mc2), ("dist-opt", s.distributed_optimizer),
                                          ("fp16", s.dtype == torch.float16)) if on)
         parallel = f"TP{s.tp} PP{s.pp}{f' EP{s.ep}' if s.ep > 1 else ''} DP{s.dp}"
         rows.append({"key": s.key, "family": s.family, "unit": "tok/s/NPU", "reference": s.reference_tokens_per_s,

@@ -14,7 +14,10 @@ mean of two cross-entropies; ``loss.item()`` each step (the recipe logs it).
 Published (README of the recipe, "2024年12月31日更新的性能数据"): 8p-Atlas 900 A2 PoDc FP16, BERT-Base 3,032 and
 BERT-Large 1,077 sequences/s for 8 NPUs.
 
-    npusim run examples/bert_squad_estimate.py [--model base|large]
+The recipe names the server only (Atlas 900 A2 PoDc); the script simulates its 20-core NPU, the 910B3, unless
+``NPUSIM_SOC`` or ``--chip`` names another (megatron_estimate.PUBLISHED_NPU).
+
+    npusim run examples/bert_squad_estimate.py [--model bert-base|bert-large] [--chip Ascend910B2]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import npusim
+from megatron_estimate import chip_argument, select_chip  # examples/, beside this script
 
 REPO = "xiaobingling93-pixel/Ascend-ModelZoo-PyTorch (mirror of Ascend/ModelZoo-PyTorch)"
 COMMIT = "ac656f010f8b8a339d42b7b60d6ecde043e736ff"
@@ -172,14 +176,15 @@ def step_seconds(s: BertSetup) -> dict[str, float]:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", choices=sorted(SETUPS), default="bert-base")
+    chip_argument(parser)
     args = parser.parse_args()
+    chip = select_chip(args.chip)
     s = SETUPS[args.model]
     started = time.perf_counter()
     r = step_seconds(s)
-    from npusim import _C
 
     print(f"{s.name} fine-tuning as ModelZoo runs it ({s.source}): batch {s.batch} per NPU, sequence {s.seq}, "
-          f"8 NPUs; on an {_C._chip_info()['soc_name']}")
+          f"8 NPUs; on an {chip}")
     print(f"  forward + backward {r['compute_s'] * 1e3:.1f} ms, gradient all-reduce {r['allreduce_s'] * 1e3:.1f} ms, "
           f"optimizer {r['optimizer_s'] * 1e3:.1f} ms -> {r['sequences_per_s_per_npu']:.0f} sequences/s per NPU "
           f"(published: {s.reference_sequences_per_s:.0f})")

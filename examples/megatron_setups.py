@@ -27,11 +27,11 @@ _ROWS = [
     Setup(key="llama-7b", name="LLaMA-7B", family="LLaMA", reference_tokens_per_s=3600,
           source=_source("examples/llama/pretrain_llama_7b_ptd.sh", "1744e24ca2d3422a52796c4dcd0edf5a77c19a56"),
           layers=32, width=4096, heads=32, ffn=11008, vocab=32000, seq=2048, micro_batch=4, global_batch=256,
-          tp=1, pp=8, dtype=torch.float16, fused_rmsnorm=True, gradient_accumulation_fusion=False),
+          tp=1, pp=8, dtype=torch.float16, fused_rmsnorm=True, gradient_accumulation_fusion=False, legacy_attention=True),
     Setup(key="llama-13b", name="LLaMA-13B", family="LLaMA", reference_tokens_per_s=1895,
           source=_source("examples/llama/pretrain_llama_13b_ptd.sh", "1744e24ca2d3422a52796c4dcd0edf5a77c19a56"),
           layers=40, width=5120, heads=40, ffn=13824, vocab=32000, seq=2048, micro_batch=1, global_batch=128,
-          tp=1, pp=8, dtype=torch.float16, fused_rmsnorm=True, gradient_accumulation_fusion=False),
+          tp=1, pp=8, dtype=torch.float16, fused_rmsnorm=True, gradient_accumulation_fusion=False, legacy_attention=True),
     Setup(key="llama2-7b", name="LLaMA-2-7B", family="LLaMA", reference_tokens_per_s=4733,
           source=_source("examples/mcore/llama2/pretrain_llama2_7b_ptd.sh",
                          "a3a2128a83853f39975e3c5457648ddc511c03be"),
@@ -44,12 +44,27 @@ _ROWS = [
           layers=40, width=5120, heads=40, ffn=13824, vocab=32000, seq=4096, micro_batch=4, global_batch=512,
           tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, fused_rotary=True, fused_swiglu=True, mc2=True,
           gradient_accumulation_fusion=False),
+    # The commit that published 2400 (mcore, script with --use-mc2) replaced 2483, measured in April 2024 with the
+    # non-mcore script without --use-mc2 (the row below). Its code sets args.use_mc2 = False in
+    # validate_args_decorator (modellink/arguments.py) unless edited, and the figure says it ran so: with MC2 the
+    # step would be 16% faster than without (npusim), yet the mcore figure is 3% below the no-MC2 one, while the
+    # Qwen1.5 rows whose non-mcore scripts already had --use-mc2 rose 2-4% at their mcore commit a day later
+    # (Qwen1.5-7B 2862 -> 2951). Its 123.5 model TFLOPS per NPU equal Qwen-7B's without MC2 (122.5), against
+    # 141-145 for the TP8 MC2 rows of the same month (Qwen1.5-7B, Mistral-7B).
     Setup(key="llama3-8b", name="LLaMA-3-8B", family="LLaMA", reference_tokens_per_s=2400,
           source=_source("examples/mcore/llama3/pretrain_llama3_8b_ptd.sh",
                          "ec8b30496ce26c96014feff3c4f7ec966ab55830"),
           layers=32, width=4096, heads=32, kv_groups=8, ffn=14336, vocab=128256, seq=8192, micro_batch=2,
           global_batch=64, tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, fused_rotary=True,
-          fused_swiglu=True, mc2=True, gradient_accumulation_fusion=False),
+          fused_swiglu=True, mc2=True, gradient_accumulation_fusion=False, figure_without_mc2=True),
+    # The same model with the non-mcore script of April 2024 (README row "LLaMA3 8B 1x8 BF16 2483" introduced by
+    # a9f905b, still in the Atlas 900 A2 PODc table at 2b84f8f, the parent of ec8b304): no --use-mc2; ModelLink's
+    # own FlashAttention (modellink/model/transformer.py @ a9f905b) in SBH with the full S x S mask, sparse_mode 0.
+    Setup(key="llama3-8b-legacy", name="LLaMA-3-8B (non-mcore)", family="LLaMA", reference_tokens_per_s=2483,
+          source=_source("examples/llama3/pretrain_llama3_8b_ptd.sh", "a9f905b63faf18781525a1dc8209503a6908c59b"),
+          layers=32, width=4096, heads=32, kv_groups=8, ffn=14336, vocab=128256, seq=8192, micro_batch=2,
+          global_batch=64, tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, fused_rotary=True,
+          fused_swiglu=True, gradient_accumulation_fusion=False, full_mask=True),
     Setup(key="llama3.2-1b", name="LLaMA-3.2-1B", family="LLaMA", reference_tokens_per_s=15408,
           source=_source("examples/mcore/llama32/pretrain_llama32_1b_8k_ptd.sh",
                          "8f507775a993fc1e56e7abee13641b3ecad1e311"),
@@ -67,7 +82,7 @@ _ROWS = [
           source=_source("examples/qwen/pretrain_qwen_7b_ptd.sh", "b45a4eb9405f3ff4d78db65e9a684cc7599ee8d9"),
           layers=32, width=4096, heads=32, ffn=11008, vocab=151936, qkv_bias=True, seq=8192, micro_batch=2,
           global_batch=64, tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True,
-          gradient_accumulation_fusion=False),
+          gradient_accumulation_fusion=False, legacy_attention=True),
     Setup(key="qwen1.5-0.5b", name="Qwen1.5-0.5B", family="Qwen", reference_tokens_per_s=23239,
           source=_source("examples/mcore/qwen15/pretrain_qwen15_0point5b_ptd.sh",
                          "f6dfaf4a1519efa53f21b7a17eda27fffceefba9"),
@@ -129,13 +144,13 @@ _ROWS = [
           source=_source("examples/baichuan2/pretrain_baichuan2_ptd_7B.sh",
                          "46bc1b9dba3ed55e5663a966903db7652bdab909"),
           layers=32, width=4096, heads=32, ffn=11008, vocab=125696, seq=4096, micro_batch=4, global_batch=64,
-          tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, gradient_accumulation_fusion=False),
+          tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, gradient_accumulation_fusion=False, legacy_attention=True),
     # ---------------------------------------------------------------------------------------- InternLM
     Setup(key="internlm-7b", name="InternLM-7B", family="InternLM", reference_tokens_per_s=2776,
           source=_source("examples/intern/pretrain_internlm_7b_ptd.sh", "46bc1b9dba3ed55e5663a966903db7652bdab909"),
           layers=32, width=4096, heads=32, ffn=11008, vocab=103168, qkv_bias=True, dense_bias=True, seq=2048,
           micro_batch=8, global_batch=64, tp=8, pp=1, sequence_parallel=True, fused_rmsnorm=True, fused_rotary=True,
-          gradient_accumulation_fusion=False),
+          gradient_accumulation_fusion=False, legacy_attention=True),
     # --------------------------------------------------------------------------------------------- GLM
     Setup(key="chatglm3-6b-8k", name="ChatGLM3-6B 8K", family="GLM", reference_tokens_per_s=4611,
           source=_source("examples/mcore/chatglm3/pretrain_chatglm3_6B_8K.sh",

@@ -13,10 +13,11 @@ step runs on the simulated chip after a warm-up step, between two events; the pi
 copied to the device (``non_blocking``) at the start of each step, as a DataLoader with
 ``pin_memory=True`` delivers it.
 
-The chip is npusim's (``NPUSIM_SOC``, the 910B2 by default); the PoDc's NPU is not named, and the
-server comes with a 376 TFLOPS (910B2) or a 313 TFLOPS (910B3) part.
+The PoDc's NPU is not named, and the server comes with a 376 TFLOPS (910B2) or a 313 TFLOPS (910B3) part;
+the published rows fit the 910B3, which this script simulates unless ``NPUSIM_SOC`` or ``--chip`` names
+another (megatron_estimate.PUBLISHED_NPU).
 
-    npusim run examples/resnet50_estimate.py [--batch 256]
+    npusim run examples/resnet50_estimate.py [--batch 256] [--chip Ascend910B2]
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import npusim
-from megatron_estimate import timed_seconds  # the same event timing (examples/, beside this script)
+from megatron_estimate import chip_argument, select_chip, timed_seconds  # examples/, beside this script
 
 # Ascend ModelZoo PyTorch ResNet-50 README (AMP O2, batch 256 per card): 8p on "Atlas 900 A2 PoDc"
 # (910B), per NPU, in the table "2024年12月31日更新的性能数据". shared/reference/ascend-hardware.md §3.2.
@@ -128,12 +129,12 @@ def step_seconds(batch: int = 256) -> float:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=256)
+    chip_argument(parser)
     args = parser.parse_args()
+    chip = select_chip(args.chip)
     started = time.perf_counter()
     seconds = step_seconds(args.batch)
-    from npusim import _C
-
-    print(f"ResNet-50 training on an {_C._chip_info()['soc_name']}, AMP O2, batch {args.batch}: "
+    print(f"ResNet-50 training on an {chip}, AMP O2, batch {args.batch}: "
           f"{seconds * 1e3:.1f} ms per step -> "
           f"{args.batch / seconds:.0f} images/s per NPU (published, Atlas 900 A2 PoDc: {REFERENCE_IMAGES_PER_S:.0f})")
     print(f"  (estimated in {time.perf_counter() - started:.1f} s of host time)")

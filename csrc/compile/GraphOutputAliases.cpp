@@ -23,34 +23,50 @@ namespace {
 
 void releaseOwner(void* owner) { delete static_cast<c10::Storage*>(owner); }
 
-// A storage over the same bytes that keeps the static storage alive and frees nothing itself.
-c10::Storage aliasStorage(const c10::Storage& source) {
-  auto* owner = new c10::Storage(source);
-  c10::DataPtr bytes(owner->mutable_data(), owner, &releaseOwner, source.device());
+// A fixed-size storage of `source`'s size over `bytes`.
+c10::Storage storageOver(c10::DataPtr bytes, const c10::Storage& source) {
   return c10::Storage(c10::make_intrusive<c10::StorageImpl>(c10::StorageImpl::use_byte_size_t(), source.sym_nbytes(),
                                                             std::move(bytes), /*allocator=*/nullptr,
                                                             /*resizable=*/false));
 }
 
-// Fresh tensors for a graph run's outputs: outputs that shared a storage share one alias storage,
-// so aliasing between outputs is what it was. Undefined outputs stay undefined.
-std::vector<at::Tensor> graphOutputAliases(const std::vector<at::Tensor>& outputs) {
-  std::unordered_map<const c10::StorageImpl*, c10::Storage> aliases;
+// A storage over the same bytes that keeps the static storage alive and frees nothing itself.
+c10::Storage aliasStorage(const c10::Storage& source) {
+  auto* owner = new c10::Storage(source);
+  return storageOver(c10::DataPtr(owner->mutable_data(), owner, &releaseOwner, source.device()), source);
+}
+
+// A storage over the same bytes that owns nothing (see graphUnownedAliases).
+c10::Storage unownedStorage(const c10::Storage& source) {
+  return storageOver(c10::DataPtr(source.mutable_data(), source.device()), source);
+}
+
+// Tensors like `tensors` over new storages made by `makeStorage` from theirs: tensors that
+// shared a storage share one new storage, so aliasing between them is what it was. Undefined
+// tensors stay undefined.
+std::vector<at::Tensor> onNewStorages(const std::vector<at::Tensor>& tensors,
+                                      c10::Storage (*makeStorage)(const c10::Storage&)) {
+  std::unordered_map<const c10::StorageImpl*, c10::Storage> storages;
   std::vector<at::Tensor> result;
-  result.reserve(outputs.size());
-  for (const at::Tensor& output : outputs) {
-    if (!output.defined() || !output.has_storage()) {
-      result.push_back(output);
+  result.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) {
+    if (!tensor.defined() || !tensor.has_storage()) {
+      result.push_back(tensor);
       continue;
     }
-    const c10::Storage& source = output.storage();
-    auto [entry, inserted] = aliases.try_emplace(source.unsafeGetStorageImpl());
-    if (inserted) entry->second = aliasStorage(source);
-    auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(entry->second), output.key_set(), output.dtype());
-    impl->set_sizes_and_strides(output.sizes(), output.strides(), output.storage_offset());
+    const c10::Storage& source = tensor.storage();
+    auto [entry, inserted] = storages.try_emplace(source.unsafeGetStorageImpl());
+    if (inserted) entry->second = makeStorage(source);
+    auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(entry->second), tensor.key_set(), tensor.dtype());
+    impl->set_sizes_and_strides(tensor.sizes(), tensor.strides(), tensor.storage_offset());
     result.emplace_back(std::move(impl));
   }
   return result;
+}
+
+// Fresh tensors for a graph run's outputs, on storages that keep the static memory alive.
+std::vector<at::Tensor> graphOutputAliases(const std::vector<at::Tensor>& outputs) {
+  return onNewStorages(outputs, &aliasStorage);
 }
 
 // The tensor over the graph's static memory behind a handed-out output (the tensor itself when it
@@ -66,8 +82,17 @@ at::Tensor graphOutputSource(const at::Tensor& tensor) {
   return at::Tensor(std::move(impl));
 }
 
+// Tensors over the same bytes that own nothing: what a captured graph keeps of the memory its
+// kernels use, so that its temporaries go back to the graph's pool when capture ends (as on the
+// chip, where a graph holds addresses, not allocations). The pool keeps its segments while the
+// graph uses it, so the bytes stay valid; a later capture into the same pool may reuse them.
+std::vector<at::Tensor> graphUnownedAliases(const std::vector<at::Tensor>& tensors) {
+  return onNewStorages(tensors, &unownedStorage);
+}
+
 TORCH_LIBRARY_FRAGMENT(npusim, m) {
   m.def("_graph_output_aliases(Tensor[] outputs) -> Tensor[]", &graphOutputAliases);
+  m.def("_graph_unowned_aliases(Tensor[] tensors) -> Tensor[]", &graphUnownedAliases);
   m.def("_graph_output_source(Tensor tensor) -> Tensor", &graphOutputSource);
 }
 

@@ -28,6 +28,7 @@ const char* errorText(ErrorCode code) noexcept {
     case ErrorCode::kRtWriteFile: return "Failed to write the file.";
     case ErrorCode::kRtInvalidMemoryType: return "Invalid memory type.";
     case ErrorCode::kRtInvalidHandle: return "Invalid resource handle.";
+    case ErrorCode::kRtWaitTimeout: return "Wait timed out.";
     case ErrorCode::kRtTaskTimeout: return "Task execution timed out.";
     case ErrorCode::kRtFeatureNotSupport: return "This feature is not supported.";
     case ErrorCode::kRtMemoryAllocation: return "Failed to apply for memory.";

@@ -34,7 +34,8 @@ enum class ErrorCode : int32_t {
   kRtWriteFile = 107010,           // ACL_ERROR_RT_WRITE_FILE
   kRtInvalidMemoryType = 107016,   // ACL_ERROR_RT_INVALID_MEMORY_TYPE
   kRtInvalidHandle = 107017,       // ACL_ERROR_RT_INVALID_HANDLE
-  kRtTaskTimeout = 107019,         // ACL_ERROR_RT_TASK_TIMEOUT
+  kRtWaitTimeout = 107019,         // ACL_ERROR_RT_WAIT_TIMEOUT
+  kRtTaskTimeout = 107020,         // ACL_ERROR_RT_TASK_TIMEOUT
   kRtFeatureNotSupport = 207000,   // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
   kRtMemoryAllocation = 207001,    // ACL_ERROR_RT_MEMORY_ALLOCATION
   kRtMemoryFree = 207002,          // ACL_ERROR_RT_MEMORY_FREE

@@ -294,7 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``npusim`` command with ``argv`` (``sys.argv[1:]`` by default); return the exit
     code."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments and arguments[0] in ("doctor", "collect-env", "smi", "cann-home"):
+    from npusim_tools.commands import TOOL_COMMANDS
+
+    if arguments and arguments[0] in TOOL_COMMANDS:
         return _command_tool(arguments[0], arguments[1:])  # their options are their own parsers'
     parser = build_parser()
     args = parser.parse_args(arguments)

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 
 import npusim  # noqa: F401
 from npusim.compile import _native, inductor_backend
+from npusim_testing.fresh_process import run_python
 
 # Upstream Inductor's default tolerances for float32 training checks.
 TOLERANCE = dict(atol=1e-4, rtol=1e-4)
@@ -160,3 +161,19 @@ def test_dynamic_shapes_price_kernels_from_their_tensors():
         x = torch.randn(rows, 5, device="npu")
         torch.testing.assert_close(compiled(x).cpu(), column_sum(x.cpu()), **TOLERANCE)
     assert sum(launches for launches, _ in _native.kernel_totals.values()) == 3
+
+
+def test_inductor_codegen_read_first_in_a_fresh_process():
+    """Reading ``torch.npu.Scheduling`` before anything loaded Dynamo (Inductor's own lookup
+    order) registers the device interface and the tracing rules without an import cycle."""
+    result = run_python(
+        "import sys, torch\n"
+        "assert 'torch._dynamo' not in sys.modules\n"
+        "print(torch.npu.Scheduling.__name__)\n"
+        "def f(x):\n"
+        "    with torch.npu.device(0):\n"
+        "        return x.sin() * 2\n"
+        "print(torch.compile(f, fullgraph=True)(torch.zeros(2, device='npu')).cpu().tolist())\n"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-3:-1] == ["CppScheduling", "[0.0, 0.0]"]

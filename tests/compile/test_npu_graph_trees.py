@@ -20,14 +20,7 @@ ADVICE = re.escape("To prevent overwriting, clone the tensor outside of torch.co
                    "torch.compiler.npugraph_mark_step_begin() before each model invocation.")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_graphs():
-    torch._dynamo.reset()
-    npu_graph_trees.reset_generations()
-    npu_graph_trees.reset_stats()
-    yield
-    torch._dynamo.reset()
-    npu_graph_trees.reset_generations()
+pytestmark = pytest.mark.usefixtures("fresh_npu_graphs")
 
 
 def _step(x, w):
@@ -170,3 +163,86 @@ def test_accumulating_into_preallocated_gradients_equals_eager():
         nn.functional.mse_loss(reference(x), y).backward()
     for mine, theirs in zip(model.parameters(), reference.parameters()):
         torch.testing.assert_close(mine.grad.cpu(), theirs.grad.cpu(), rtol=1e-4, atol=1e-5)
+
+
+def _temporary_heavy(x, w):
+    hidden = torch.relu(x @ w)  # a 4 MiB temporary
+    return (hidden * hidden).sum(0)  # a 16 KiB output
+
+
+def _output_heavy(x, w):
+    return torch.sigmoid(x @ w) + 1  # a 4 MiB output
+
+
+def _two_graphs(trees: bool):
+    """Captures a temporary-heavy graph, then an output-heavy one; returns the memory the
+    captures reserved and the output-heavy graph's output."""
+    from torch._inductor import config
+
+    generator = torch.Generator().manual_seed(5)
+    w = torch.randn(256, 4096, generator=generator).to("npu")
+    x = torch.randn(256, 256, generator=generator).to("npu")
+    with config.patch({"triton.cudagraph_trees": trees}):
+        first = torch.compile(_temporary_heavy, mode="reduce-overhead")
+        second = torch.compile(_output_heavy, mode="reduce-overhead")
+        torch.npu.synchronize()
+        before = torch.npu.memory_reserved()
+        with torch.no_grad():
+            for _ in range(2):  # warm-up, capture
+                first(x, w)
+            for _ in range(2):
+                output = second(x, w)
+        reserved = torch.npu.memory_reserved() - before
+        expected = _output_heavy(x, w).cpu()
+        torch.testing.assert_close(output.cpu(), expected)
+        with torch.no_grad():
+            replayed = first(x, w)  # a replay of the first graph, in a new generation
+        torch.testing.assert_close(replayed.cpu(), _temporary_heavy(x, w).cpu(), rtol=1e-4, atol=1e-3)
+    return reserved, output, expected
+
+
+def test_graphs_share_one_pool_and_a_later_graph_reuses_the_temporaries_of_an_earlier_one():
+    shared, output, _ = _two_graphs(trees=True)
+    npu_graph_trees.reset_generations()
+    torch._dynamo.reset()
+    private, private_output, expected = _two_graphs(trees=False)
+    # The output-heavy graph's 4 MiB output went into the temporary-heavy graph's freed
+    # temporary instead of a segment of its own.
+    assert shared + 4 * 2**20 <= private, (shared, private)
+    # There, the first graph's replay overwrote it: reading it raises torch_npu's error ...
+    with pytest.raises(RuntimeError, match=OVERWRITTEN):
+        output.cpu()
+    # ... while with private pools nothing else writes a graph's memory.
+    torch.testing.assert_close(private_output.cpu(), expected)
+
+
+def test_training_through_two_compiled_modules_in_one_pool_equals_eager():
+    """Two compiled modules, four graphs (two forwards, two backwards) captured into the
+    device's one pool, later graphs over the earlier ones' temporaries: every step equals eager
+    (no saved activation or gradient is overwritten) and the graphs replay."""
+    torch.manual_seed(0)
+    first, second = nn.Linear(64, 256).to("npu"), nn.Sequential(nn.GELU(), nn.Linear(256, 8)).to("npu")
+    reference = [nn.Linear(64, 256).to("npu"), nn.Sequential(nn.GELU(), nn.Linear(256, 8)).to("npu")]
+    reference[0].load_state_dict(first.state_dict())
+    reference[1].load_state_dict(second.state_dict())
+    compiled = [torch.compile(first, mode="reduce-overhead"), torch.compile(second, mode="reduce-overhead")]
+    parameters = [*first.parameters(), *second.parameters()]
+    reference_parameters = [*reference[0].parameters(), *reference[1].parameters()]
+    optimizer = torch.optim.SGD(parameters, lr=0.05)
+    reference_optimizer = torch.optim.SGD(reference_parameters, lr=0.05)
+    generator = torch.Generator().manual_seed(9)
+    for _ in range(6):
+        x = torch.randn(32, 64, generator=generator).to("npu")
+        y = torch.randn(32, 8, generator=generator).to("npu")
+        loss = nn.functional.mse_loss(compiled[1](compiled[0](x)), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        reference_loss = nn.functional.mse_loss(reference[1](reference[0](x)), y)
+        reference_loss.backward()
+        reference_optimizer.step()
+        reference_optimizer.zero_grad(set_to_none=True)
+        torch.testing.assert_close(loss.detach().cpu(), reference_loss.detach().cpu(), rtol=1e-4, atol=1e-5)
+    for mine, theirs in zip(parameters, reference_parameters):
+        torch.testing.assert_close(mine.cpu(), theirs.cpu(), rtol=1e-4, atol=1e-5)
+    assert npu_graph_trees.stats["replayed"] >= 8

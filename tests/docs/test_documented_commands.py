@@ -62,7 +62,7 @@ HOW_EACH_IS_EXERCISED: dict[str, tuple] = {
     "bash scripts/run-tests.sh": ("elsewhere", ".ci/run is this command"),
     "cmake -S csrc/runtime -B build/runtime -G Ninja && cmake --build build/runtime && ctest --test-dir build/runtime":
         ("elsewhere", "scripts/run-tests.sh builds and runs the runtime's CTest suite the same way"),
-    "npusim run examples/llama_estimate.py": ("run", None, 300),
+    "npusim run examples/megatron_estimate.py": ("run", None, 300),
     "npusim run examples/megatron_estimate.py --model qwen2-7b-4k": ("run", None, 300),
     'source "$(npusim cann-home)/set_env.sh"': ("elsewhere", "tests/acl/test_acl_corpus.py builds a program with it"),
     'g++ main.cpp -I"$ASCEND_TOOLKIT_HOME/include" -L"$ASCEND_TOOLKIT_HOME/lib64" -lascendcl -lopapi -o main':

@@ -103,3 +103,96 @@ def test_moe_layer_prices_grouped_experts_and_the_dispatchers_host_syncs():
     report = _C._placement_report()
     assert "npu::npu_grouped_matmul" in report["operators"]
     assert report["operators"]["npu::npu_grouped_matmul"]["ai_core"] >= 4  # two forward, input and weight gradients
+
+
+def test_setups_carry_the_fused_flags_of_their_scripts():
+    """ModelLink's LLaMA-7B/13B scripts have no fused rotary / SwiGLU flags (Megatron's aten kernels run);
+    MindSpeed-LLM's mcore LLaMA-2-7B script turns all three fused kernels on."""
+    _, setups = _modules()
+    llama2 = setups.SETUPS["llama2-7b"]
+    assert llama2.fused_rmsnorm and llama2.fused_rotary and llama2.fused_swiglu
+    for key in ("llama-7b", "llama-13b"):
+        assert setups.SETUPS[key].fused_rmsnorm
+        assert not setups.SETUPS[key].fused_rotary and not setups.SETUPS[key].fused_swiglu
+
+
+def test_unfused_norm_rotary_and_swiglu_cost_more_than_the_fused_kernels():
+    estimator, _ = _modules()
+    unfused = _small(fused_rmsnorm=False, fused_rotary=False, fused_swiglu=False)
+    fused = dataclasses.replace(unfused, fused_rmsnorm=True, fused_rotary=True, fused_swiglu=True)
+    assert estimator.stage_times(unfused)["layer"] > estimator.stage_times(fused)["layer"]
+
+
+def test_unfused_layer_computes_what_the_fused_kernels_compute():
+    """The layer the estimate prices is a real layer: Megatron's aten RMSNorm, rotary and SwiGLU compute
+    what npu_rms_norm, npu_rotary_mul and npu_swiglu compute, on data."""
+    estimator, _ = _modules()
+    fused_setup = _small(width=64, heads=4, ffn=96, seq=16, micro_batch=2, fused_rmsnorm=True, fused_rotary=True,
+                         fused_swiglu=True)
+    unfused_setup = dataclasses.replace(fused_setup, fused_rmsnorm=False, fused_rotary=False, fused_swiglu=False)
+    torch.manual_seed(0)
+    fused = estimator.MegatronLayer(fused_setup).to("npu")
+    unfused = estimator.MegatronLayer(unfused_setup).to("npu")
+    unfused.load_state_dict(fused.state_dict())
+    x = torch.randn(16, 2, 64, device="npu")
+    angles = torch.randn(16, 1, 1, 8, device="npu")
+    cos, sin = torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
+    mask = torch.triu(torch.ones(16, 16, dtype=torch.bool, device="npu"), 1)
+    torch.testing.assert_close(unfused(x, cos, sin, mask).cpu(), fused(x, cos, sin, mask).cpu(), rtol=1e-4,
+                               atol=1e-4)
+
+
+def test_vocab_parallel_cross_entropy_matches_cross_entropy_and_its_gradient():
+    estimator, _ = _modules()
+    torch.manual_seed(0)
+    logits = torch.randn(2, 5, 11, device="npu", requires_grad=True)
+    target = torch.randint(0, 11, (2, 5), device="npu")
+    loss = estimator.VocabParallelCrossEntropy.apply(logits.float(), target).mean()
+    loss.backward()
+    reference_logits = logits.detach().cpu().requires_grad_()
+    reference = torch.nn.functional.cross_entropy(reference_logits.view(-1, 11), target.cpu().view(-1))
+    reference.backward()
+    torch.testing.assert_close(loss.detach().cpu(), reference.detach())
+    torch.testing.assert_close(logits.grad.cpu(), reference_logits.grad)
+
+
+def test_legacy_attention_path_adds_its_transposes_and_keeps_the_causal_band():
+    """ModelLink's early-2024 path copies q, k, v to [b, s] and back to SBH (and their gradients): more time than
+    the mcore path with a micro-batch above one, while the full S x S mask with sparse_mode 0 prices the same
+    causal band as the compressed mask with sparse_mode 4."""
+    estimator, _ = _modules()
+    mcore = _small(seq=4096, micro_batch=2, global_batch=16)
+    legacy = dataclasses.replace(mcore, legacy_attention=True)
+    assert mcore.compressed_mask and not legacy.compressed_mask
+    assert estimator.stage_times(legacy)["layer"] > estimator.stage_times(mcore)["layer"]
+    full_mask = dataclasses.replace(mcore, full_mask=True)
+    assert estimator.stage_times(full_mask)["classes"]["layer"]["attention"] == pytest.approx(
+        estimator.stage_times(mcore)["classes"]["layer"]["attention"], rel=0.02)
+
+
+def test_a_figure_measured_without_mc2_is_priced_without_it():
+    estimator, setups = _modules()
+    row = setups.SETUPS["llama3-8b"]
+    assert row.mc2 and row.figure_without_mc2 and not row.mc2_active
+    tp8 = _small(tp=8, sequence_parallel=True, mc2=True, global_batch=16)
+    gemms = estimator.linear_gemm_seconds(tp8)
+    off = estimator.tensor_parallel_exposed_seconds(dataclasses.replace(tp8, figure_without_mc2=True), gemms)
+    assert off == pytest.approx(estimator.tensor_parallel_exposed_seconds(dataclasses.replace(tp8, mc2=False), gemms))
+    assert off > estimator.tensor_parallel_exposed_seconds(tp8, gemms)
+
+
+@pytest.mark.parametrize("environment, arguments, chip", [
+    ({}, [], "Ascend910B3"),  # the published figures' NPU
+    ({"NPUSIM_SOC": "Ascend910B2"}, [], "Ascend910B2"),
+    ({}, ["--chip", "Ascend910B2"], "Ascend910B2"),
+])
+def test_estimate_scripts_simulate_the_published_npu_unless_told(environment, arguments, chip):
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "NPUSIM_SOC"}
+    env.update(environment)
+    result = subprocess.run([sys.executable, str(EXAMPLES / "resnet50_estimate.py"), "--batch", "2", *arguments],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"on an {chip}," in result.stdout

@@ -13,7 +13,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 def _example():
     name = "resnet50_estimate_under_test"
     if name not in sys.modules:
-        sys.path.insert(0, str(EXAMPLES))  # it shares llama_estimate's event timing
+        sys.path.insert(0, str(EXAMPLES))  # it shares megatron_estimate's event timing
         spec = importlib.util.spec_from_file_location(name, EXAMPLES / "resnet50_estimate.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

@@ -148,11 +148,12 @@ def test_estimate_only_overcommits_and_reports_the_need():
     assert "oom after the block" in result.stdout
 
 
-def test_llama_estimate_prices_the_published_pipeline_setup():
-    result = subprocess.run([sys.executable, str(EXAMPLES / "llama_estimate.py"), "--layers", "4"],
+def test_megatron_estimate_prices_the_published_pipeline_setup():
+    """The documented command's default: MindSpeed-LLM's LLaMA-2-7B, TP1 PP2 DP4, 64 micro-batches of one."""
+    result = subprocess.run([sys.executable, str(EXAMPLES / "megatron_estimate.py"), "--layers", "4"],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
-    assert "TP1 PP2 DP4" in result.stdout
+    assert "4 layers, TP1 PP2 DP4" in result.stdout
     assert "64 micro-batches per step" in result.stdout
-    assert "(64 + 2 - 1) x slowest" in result.stdout
-    assert "tokens/s per NPU (published: 4241)" in result.stdout
+    assert "x (64 + 2 - 1)" in result.stdout
+    assert "tokens/s per NPU (published: 4733)" in result.stdout

@@ -26,19 +26,39 @@ _INDUCTOR_CODEGEN_NAMES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCode
 _GRAPH_NAMES = ("NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing")
 
 
-def _register_device_interface() -> None:
-    from npusim.compile import device_interface, npu_graph_trees
+_registering_device_interface = False
 
-    device_interface.register()
+
+def _register_device_interface() -> None:
+    global _registering_device_interface
+    if _registering_device_interface:
+        # Importing the interface loads Dynamo, whose device registry fires this hook again
+        # while the interface module is still executing; the outer call registers it.
+        return
+    _registering_device_interface = True
+    try:
+        # Dynamo first, whole: the interface module builds on it, and Dynamo's own loading runs
+        # the registrations waiting for it (the tracing rules read the interface).
+        import torch._dynamo  # noqa: F401
+
+        from npusim.compile import device_interface, npu_graph_trees
+
+        device_interface.register()
+    finally:
+        _registering_device_interface = False
     # reduce-overhead on npu: Inductor's graph wrapping, once Inductor's compile path has loaded
     # (Dynamo loads its device registry from inside Inductor's own imports).
     after_import("torch._inductor.compile_fx", npu_graph_trees.install)
 
 
-def _register_dynamo_backend() -> None:
-    from npusim.compile import dynamo_backend
+def _register_dynamo_backends() -> None:
+    """torch_npu's backend names: "npu" (TorchAir's default), "npugraphs" (NPUGraph capture
+    of the AOT graphs, as "cudagraphs") and "npugraph_ex" (TorchAir's light graph mode)."""
+    from npusim.compile import dynamo_backend, npugraph_ex_backend, npugraphs_backend
 
     dynamo_backend.register()
+    npugraphs_backend.register()
+    npugraph_ex_backend.register()
 
 
 def _apply_dynamo_rules() -> None:
@@ -105,6 +125,11 @@ def after_import(module: str, register) -> None:
         sys.meta_path.insert(0, _RegisterAfterImport())
 
 
+def _npugraph_ex_module(name: str):
+    """``torch.npu.npugraph_ex``: the npugraph_ex package (compile_fx, register_replacement)."""
+    return importlib.import_module("npugraph_ex")
+
+
 def _graph_attribute(name: str):
     from npusim.compile import graphs
 
@@ -117,12 +142,14 @@ def install() -> None:
     where no real one is installed."""
     _npu._serve_attributes(_INDUCTOR_CODEGEN_NAMES, inductor_codegen)
     _npu._serve_attributes(_GRAPH_NAMES, _graph_attribute, public=True)
+    _npu._serve_attributes(("npugraph_ex",), _npugraph_ex_module)
     install_torchair()
     from npusim.compile import graph_steps
 
     graph_steps.install()  # torch.compiler.npugraph_mark_step_begin, as torch_npu installs it
-    # backend="npu", as torch_npu registers it, once Dynamo's backend registry exists.
-    after_import(_BACKEND_REGISTRY_MODULE, _register_dynamo_backend)
+    # backend="npu" and "npugraphs", as torch_npu registers them, once Dynamo's backend
+    # registry exists.
+    after_import(_BACKEND_REGISTRY_MODULE, _register_dynamo_backends)
     if _DEVICE_INTERFACE_MODULE in sys.modules:
         _register_device_interface()
     else:
@@ -144,18 +171,24 @@ def inductor_codegen(name: str):
     return inductor_backend.codegen_class(name)
 
 
+# Packages of Ascend's graph compiler that npusim serves where none is installed: the top-level
+# name and npusim's folder for it.
+_SERVED_PACKAGES = {"torchair": "_torchair", "npugraph_ex": "_npugraph_ex"}
+
+
 class _TorchairFinder(importlib.abc.MetaPathFinder):
-    """Serves ``torchair`` from npusim; placed last on ``sys.meta_path`` so that a real
-    torchair on ``sys.path`` is always found first."""
+    """Serves ``torchair`` and ``npugraph_ex`` from npusim; placed last on ``sys.meta_path`` so
+    that a real one on ``sys.path`` is always found first."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torchair":
+        folder = _SERVED_PACKAGES.get(fullname)
+        if folder is None:
             return None
         import os
 
-        directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_torchair")
+        directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), folder)
         return importlib.util.spec_from_file_location(
-            "torchair", os.path.join(directory, "__init__.py"), submodule_search_locations=[directory]
+            fullname, os.path.join(directory, "__init__.py"), submodule_search_locations=[directory]
         )
 
 

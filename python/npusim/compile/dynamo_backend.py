@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["BACKEND_NAME", "npu_backend", "register"]
+__all__ = ["BACKEND_NAME", "npu_backend", "register", "register_named"]
 
 BACKEND_NAME = "npu"
 
@@ -39,14 +39,19 @@ def npu_backend(graph_module, example_inputs, **kwargs):
     return _default_torchair_backend()(graph_module, example_inputs, **kwargs)
 
 
-def register() -> None:
-    """Register ``"npu"`` with Dynamo's backend registry; idempotent. A backend already
-    registered under that name by someone else (a real torch_npu) is replaced, as torch_npu
-    replaces an earlier registration of its own name."""
+def register_named(name: str, backend) -> None:
+    """Register ``backend`` under ``name`` with Dynamo's backend registry; idempotent. A
+    backend already registered under that name by someone else (a real torch_npu) is replaced,
+    as torch_npu replaces an earlier registration of its own names."""
     from torch._dynamo.backends import registry
 
-    if registry._COMPILER_FNS.get(BACKEND_NAME) is npu_backend:
+    if registry._COMPILER_FNS.get(name) is backend:
         return
-    registry._BACKENDS.pop(BACKEND_NAME, None)
-    registry._COMPILER_FNS.pop(BACKEND_NAME, None)
-    registry.register_backend(compiler_fn=npu_backend, name=BACKEND_NAME)
+    registry._BACKENDS.pop(name, None)
+    registry._COMPILER_FNS.pop(name, None)
+    registry.register_backend(compiler_fn=backend, name=name)
+
+
+def register() -> None:
+    """Register ``"npu"``."""
+    register_named(BACKEND_NAME, npu_backend)

@@ -6,9 +6,10 @@ any thread (autograd's device thread included), to a private pool of the caching
 (``beginAllocateToPool``), ``capture_end`` stops routing (``endAllocateToPool``) and ``reset``
 gives the pool back (``releasePool``); a block of the pool serves only later allocations into
 the same pool, and ``empty_cache()`` leaves a live pool's segments alone. Replay runs on that
-memory and allocates nothing. The graph also holds a reference to every tensor its captured
-kernels read or write (``NPUGraph._operations``), so the memory a replay uses stays valid until
-``reset()``.
+memory and allocates nothing. The graph holds the pool memory its kernels use by address only
+(its temporaries are free blocks of the pool after capture, for later captures into the same
+pool); the pool keeps its segments while the graph uses it, so those addresses stay valid until
+``reset()``. Memory from outside the pool stays referenced by the graph.
 """
 
 from __future__ import annotations

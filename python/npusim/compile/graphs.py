@@ -23,14 +23,16 @@ raises a torch_npu-style error and ends the capture.
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import threading
 from typing import Any, Callable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+from torch.utils._pytree import tree_flatten, tree_map
 
+from npusim import _C
 from npusim._error_code import ErrCode, SubModule, error_suffix
 from npusim.compile import _native, graph_pool, kernel_launch
 
@@ -103,12 +105,12 @@ def active_capture() -> "NPUGraph | None":
     return _active
 
 
-def _record_launch(name: str, replay: Callable[[], None], arguments: tuple) -> None:
+def _record_launch(name: str, run: Callable[[tuple], None], arguments: tuple) -> None:
     """The recorder a capture registers with :mod:`.kernel_launch`: a compiled kernel launched
     on the capturing stream joins the graph."""
     capture = _active
     if capture is not None and is_current_stream_capturing():
-        capture._record_kernel(name, replay, arguments)
+        capture._record_kernel(name, run, arguments)
 
 
 def graph_pool_handle() -> tuple[int, int]:
@@ -297,12 +299,15 @@ class _Operation:
 class _KernelLaunch:
     """A fused kernel of compiled code, captured with the tensors it was launched on."""
 
-    __slots__ = ("name", "replay", "tensors")
+    __slots__ = ("name", "run", "arguments", "replay")
 
-    def __init__(self, name: str, replay: Callable[[], None], tensors: tuple):
-        self.name, self.replay, self.tensors = name, replay, tensors
+    def __init__(self, name: str, run: Callable[[tuple], None], arguments: tuple):
+        self.name, self.run, self.arguments = name, run, arguments
+        self.replay: Callable[[], None] | None = None
 
     def plan(self, device: int) -> str:
+        run, arguments = self.run, self.arguments
+        self.replay = lambda: run(arguments)
         return "compiled kernel"
 
 
@@ -367,6 +372,7 @@ class NPUGraph:
         self._saved: dict[str, tuple[Any, str, Callable]] = {}
         self._plans: list[str] = []
         self._steps: list[Callable[[], None]] = []
+        self._pool_storages: list[tuple[int, int]] = []
 
     def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
         r"""Begin capturing the kernels issued on the current stream into this graph."""
@@ -421,6 +427,8 @@ class NPUGraph:
                 "Capture must end on the same stream it began on." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
             )
         self._finish_capture()
+        _native.load()  # torch.ops.npusim._graph_unowned_aliases lives in the compile library
+        self._release_pool_memory()
         self._plans = [operation.plan(self._device) for operation in self._operations]
         self._steps = [operation.replay for operation in self._operations if operation.replay is not None]
         self._captured = True
@@ -543,8 +551,57 @@ class NPUGraph:
         """(kernel, how replay runs it) for each captured kernel."""
         return list(zip(self.operators, self._plans))
 
-    def _record_kernel(self, name: str, replay: Callable[[], None], tensors: tuple) -> None:
-        self._operations.append(_KernelLaunch(name, replay, tensors))
+    def _record_kernel(self, name: str, run: Callable[[tuple], None], arguments: tuple) -> None:
+        self._operations.append(_KernelLaunch(name, run, arguments))
+
+    def _release_pool_memory(self) -> None:
+        """Hold the memory the capture took from the graph's pool by address only, as the chip's
+        graph does: the temporaries (allocations the program does not hold after capture) go
+        back to the pool, where a later capture into the same pool may reuse them (a pool
+        shared with ``pool=``, or reduce-overhead's per-device pool); the pool keeps its
+        segments while this graph uses it, so the addresses stay valid. Memory from outside the
+        pool (inputs, parameters) stays referenced: the program may free it. Records the
+        storages of the pool that the graph's kernels use, ``(address, bytes)``."""
+        segments = sorted((segment["address"], segment["address"] + segment["total_size"])
+                          for segment in _C._memory_snapshot()
+                          if segment["device"] == self._device and tuple(segment["segment_pool_id"]) == self._pool)
+        if not segments:
+            self._pool_storages = []
+            return
+        starts = [start for start, _ in segments]
+
+        def in_pool(value: Any) -> bool:
+            if not isinstance(value, torch.Tensor) or value.device.type != "npu":
+                return False
+            address = value.untyped_storage().data_ptr()
+            index = bisect.bisect_right(starts, address) - 1
+            return index >= 0 and address < segments[index][1]
+
+        held = []
+        for operation in self._operations:
+            parts = (operation.arguments,) if isinstance(operation, _KernelLaunch) else (
+                operation.args, operation.kwargs, operation.outputs)
+            held.extend(t for t in tree_flatten(parts)[0] if in_pool(t))
+        if not held:
+            self._pool_storages = []
+            return
+        aliases = dict(zip(map(id, held), torch.ops.npusim._graph_unowned_aliases(held)))
+
+        def unowned(value: Any) -> Any:
+            return aliases.get(id(value), value) if isinstance(value, torch.Tensor) else value
+
+        for operation in self._operations:
+            if isinstance(operation, _KernelLaunch):
+                operation.arguments = tuple(unowned(a) for a in operation.arguments)
+            else:
+                operation.args = tree_map(unowned, operation.args)
+                operation.kwargs = tree_map(unowned, operation.kwargs)
+                operation.outputs = tree_map(unowned, operation.outputs)
+        storages = {}
+        for tensor in held:
+            storage = tensor.untyped_storage()
+            storages[storage.data_ptr()] = max(storages.get(storage.data_ptr(), 0), storage.nbytes())
+        self._pool_storages = sorted(storages.items())
 
 
 class graph:

@@ -11,7 +11,8 @@ kernel when the graph's module loads (:func:`npu_kernel_launcher`); with dynamic
 runs, every launch is also handed to the recorder the capture registered
 (:func:`set_capture_recorder`, called by :mod:`npusim.compile.graphs`), which keeps the launches
 of the capturing stream with the tensors they ran on, so a replay runs them again on the
-captured memory.
+captured memory: the recorder gets ``run(arguments)``, which launches and charges the kernel on
+the arguments it is given (the graph replaces the tensors it does not own by aliases).
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from npusim.compile import _native
 
 npu_estimating = _C._estimate_only
 
-# The recorder of the NPUGraph capture in progress, ``recorder(name, replay, arguments)``, or
-# None: the launches look for it only while a capture runs.
-_capture_recorder: Callable[[str, Callable[[], None], tuple], None] | None = None
+# The recorder of the NPUGraph capture in progress, ``recorder(name, run, arguments)`` where
+# ``run(arguments)`` launches the kernel again, or None: the launches look for it only while a
+# capture runs.
+_capture_recorder: Callable[[str, Callable[[tuple], None], tuple], None] | None = None
 
 
-def set_capture_recorder(recorder: Callable[[str, Callable[[], None], tuple], None] | None) -> None:
+def set_capture_recorder(recorder: Callable[[str, Callable[[tuple], None], tuple], None] | None) -> None:
     """Hand every launch to ``recorder`` from now on (None: stop); the graph module sets it for
     the duration of a capture."""
     global _capture_recorder
@@ -54,7 +56,7 @@ def npu_kernel_launcher(device: int, name: str, read_bytes: int, written_bytes: 
         run(kernel, arguments)
         recorder = _capture_recorder
         if recorder is not None:
-            recorder(name, lambda: run(kernel, arguments), arguments)
+            recorder(name, lambda captured: run(kernel, captured), arguments)
 
     return launch
 
@@ -87,9 +89,9 @@ def npu_launch_counted(kernel, arguments: tuple, name: str, reads: tuple, writes
         recorder = _capture_recorder
         if recorder is not None:
 
-            def replay() -> None:
+            def replay(captured: tuple) -> None:
                 if not npu_estimating():
-                    kernel(*arguments)
+                    kernel(*captured)
                 _native.charge_fused_kernel(device, name, read_bytes, written_bytes, elements)
 
             recorder(name, replay, arguments)

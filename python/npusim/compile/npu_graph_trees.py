@@ -27,15 +27,22 @@ What the program holds of earlier runs is guarded as torch_npu's NPU graph trees
   without the graph, into fresh memory, with torch_npu's warning that the fast path is out of
   reach.
 
-Unlike the trees, each graph has a private memory pool (graphs share no memory: a shared pool
-needs the trees' record of which graph may reuse which dead output, replayed in order), so an
-output is invalidated exactly when its own graph overwrites it; the trees also invalidate the
-outputs of the other graphs of a path when a new generation starts to record or warm up.
+Memory is shared across graphs as in the trees: all graphs of a device capture into one pool
+(``torch._inductor.config.triton.cudagraph_trees = False`` gives each graph a private pool,
+as torch_npu's non-tree path), and a captured graph holds its temporaries by address only
+(npusim.compile.graphs), so a graph captured later reuses the temporaries of the graphs
+captured before it. Each graph knows the memory it writes (its temporaries and outputs, not its
+inputs); before a replay, every output the program still holds that lies in that memory, of
+any graph, is checked: from an earlier generation it is invalidated (the error above), within
+the generation the graph runs without replay instead (the warning above). So an output is
+invalidated exactly when a replay overwrites it, where the trees also invalidate the other
+graphs' outputs of the previous generation when a new one starts to record or warm up.
 Warm-up runs use fresh memory and their outputs stay valid.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import warnings
 from typing import Any, Callable, Sequence
@@ -43,6 +50,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
+from npusim.compile import graph_pool
 from npusim.compile.graph_steps import MarkStepBox
 
 # Since the last reset: graphs captured, replays, warm-up runs, and runs without the graph
@@ -87,11 +95,12 @@ class _HandedOut:
     """The storages of the outputs one graph run handed to the program (weakly held), and the
     generation it ran in."""
 
-    __slots__ = ("refs", "messages", "invalid", "generation")
+    __slots__ = ("refs", "ranges", "messages", "invalid", "generation")
 
     def __init__(self, outputs: Sequence[Any], skip: set[int], stack_traces: Sequence[str | None] | None,
                  generation: int):
         self.refs: list[StorageWeakRef] = []
+        self.ranges: list[tuple[int, int]] = []  # (address, end) of each storage
         self.messages: list[str | None] = []
         self.invalid = False
         self.generation = generation
@@ -105,10 +114,16 @@ class _HandedOut:
                 continue
             seen.add(key)
             self.refs.append(StorageWeakRef(storage))
+            self.ranges.append((key, key + storage.nbytes()))
             self.messages.append(stack_traces[index] if stack_traces and index < len(stack_traces) else None)
 
     def alive(self) -> bool:
         return not self.invalid and any(not ref.expired() for ref in self.refs)
+
+    def overlaps(self, written: "_WrittenMemory") -> bool:
+        """Whether a storage the program still holds lies in ``written``."""
+        return any(not ref.expired() and written.overlaps(start, end)
+                   for ref, (start, end) in zip(self.refs, self.ranges))
 
     def invalidate(self) -> None:
         if self.invalid:
@@ -116,6 +131,24 @@ class _HandedOut:
         self.invalid = True
         for ref, stack_trace in zip(self.refs, self.messages):
             _invalidate(ref, overwritten_message(stack_trace))
+
+
+class _WrittenMemory:
+    """The device memory a graph's replay writes: storages as address ranges, sorted."""
+
+    __slots__ = ("starts", "reach")
+
+    def __init__(self, storages: Sequence[tuple[int, int]]):
+        ordered = sorted(storages)
+        self.starts = [address for address, _ in ordered]
+        # reach[i]: the highest end among the first i + 1 ranges (storages may nest or overlap).
+        self.reach: list[int] = []
+        for address, size in ordered:
+            self.reach.append(max(address + size, self.reach[-1] if self.reach else 0))
+
+    def overlaps(self, start: int, end: int) -> bool:
+        index = bisect.bisect_left(self.starts, end) - 1
+        return index >= 0 and self.reach[index] > start
 
 
 class _DeviceGenerations:
@@ -129,6 +162,31 @@ class _DeviceGenerations:
         self.generation = 0  # npusim's count of generations begun
         self.pending_backward = False
         self.warned: set[int] = set()
+        self.pool: tuple[int, int] | None = None
+        self.handed: list[_HandedOut] = []  # graph outputs the program may still hold
+
+    def capture_pool(self) -> tuple[int, int] | None:
+        """The pool the device's graphs share (None: each graph its own, without the trees)."""
+        from torch._inductor import config
+
+        if not config.triton.cudagraph_trees:
+            return None
+        with self.lock:
+            if self.pool is None:
+                self.pool = graph_pool.new_pool_handle()
+            return self.pool
+
+    def hand_out(self, handed: _HandedOut) -> None:
+        with self.lock:
+            self.handed = [h for h in self.handed if h.alive()]
+            if handed.refs:
+                self.handed.append(handed)
+
+    def outputs_in(self, written: _WrittenMemory) -> list[_HandedOut]:
+        """The runs whose outputs, still held by the program, lie in ``written``."""
+        with self.lock:
+            self.handed = [h for h in self.handed if h.alive()]
+            return [h for h in self.handed if h.overlaps(written)]
 
     @staticmethod
     def current_generation() -> int:
@@ -183,6 +241,12 @@ def reset_generations() -> None:
     MarkStepBox.mark_step_counter = 0
 
 
+def ran_without_graph(device_index: int, mode: str) -> None:
+    """A compiled function of ``device_index`` ran without a graph (a backward that could not
+    be captured): its generation bookkeeping moves on as if a graph had run."""
+    _generations(device_index).ran(mode)
+
+
 def _is_npu(inputs: Sequence[Any]) -> bool:
     return any(isinstance(t, torch.Tensor) and t.device.type == "npu" for t in inputs)
 
@@ -212,7 +276,8 @@ def _output_list(outputs: Any) -> list:
 class _Recorded:
     """One captured graph of a compiled callable, with its static inputs and outputs."""
 
-    def __init__(self, model: Callable, inputs: list, static: frozenset[int], mutated: tuple[int, ...]):
+    def __init__(self, model: Callable, inputs: list, static: frozenset[int], mutated: tuple[int, ...],
+                 pool: tuple[int, int] | None):
         self.static = static
         self.copies = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and i not in static]
         self.mutated = [i for i in mutated if i in self.copies]
@@ -226,7 +291,7 @@ class _Recorded:
             copy.copy_(source)
             self.inputs[index] = copy
         self.graph = torch.npu.NPUGraph()
-        with torch.npu.graph(self.graph, capture_error_mode="thread_local"):
+        with torch.npu.graph(self.graph, pool=pool, capture_error_mode="thread_local"):
             self.outputs = model(list(self.inputs))
         stats["captured"] += 1
         # Outputs that are (views of) the graph's inputs are returned as they are; the others
@@ -237,7 +302,9 @@ class _Recorded:
                         if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in input_storages]
         self.static_outputs = [listed[i] for i in self.aliased]
         self.input_storages = input_storages
-        self.handed: _HandedOut | None = None
+        # What a replay writes: the pool memory of its kernels but its inputs (temporaries, outputs).
+        self.written = _WrittenMemory([(address, size) for address, size in self.graph._pool_storages
+                                       if address not in input_storages])
 
     def hand_out(self) -> list:
         """This run's outputs: fresh tensors over the static memory."""
@@ -294,21 +361,25 @@ def npu_graphify(model: Callable, static_input_idxs: Sequence[int] = (), mutated
             local.warm.add(key)
             stats["warmups"] += 1
             return run_without_graph(new_inputs)
-        if graph is not None and graph.handed is not None and graph.handed.alive():
-            if graph.handed.generation == generation:
-                # Its last outputs are in use in this generation (a forward's saved activations
-                # before their backward): a replay would overwrite them.
+        if graph is not None:
+            # Outputs the program still holds (of this graph or, through the shared pool, of
+            # another) that the replay would overwrite.
+            held = generations.outputs_in(graph.written)
+            if any(run.generation == generation for run in held):
+                # In use in this generation (a forward's saved activations before their
+                # backward): the replay would overwrite them.
                 generations.warn_once(function)
                 stats["eager"] += 1
                 return run_without_graph(new_inputs)
-            # Kept from an earlier generation: the replay overwrites them, so reading one now
-            # raises torch_npu's error instead of showing this run's values.
-            graph.handed.invalidate()
+            # Kept from an earlier generation: reading one now raises torch_npu's error instead
+            # of showing this run's values.
+            for run_outputs in held:
+                run_outputs.invalidate()
         if graph is None:
             from torch._dynamo.utils import preserve_rng_state
 
             with preserve_rng_state():
-                graph = _Recorded(model, new_inputs, static, mutated)
+                graph = _Recorded(model, new_inputs, static, mutated, generations.capture_pool())
             recorded[key] = graph
             # The capture computed this call's results on copies of its inputs.
             graph.copy_back(new_inputs)
@@ -316,7 +387,7 @@ def npu_graphify(model: Callable, static_input_idxs: Sequence[int] = (), mutated
             graph.replay(new_inputs)
         new_inputs.clear()
         outputs = graph.hand_out()
-        graph.handed = _HandedOut(outputs, graph.input_storages, stack_traces, generation)
+        generations.hand_out(_HandedOut(outputs, graph.input_storages, stack_traces, generation))
         generations.ran(mode)
         return outputs
 

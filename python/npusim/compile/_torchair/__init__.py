@@ -29,7 +29,7 @@ class _Options:
 class CompilerConfig:
     """TorchAir's compile options (``mode``, ``debug``, ``experimental_config``, ...)."""
 
-    _MODES = ("max-autotune", "reduce-overhead")
+    _MODES = ("max-autotune", "reduce-overhead", "npugraph_ex")
 
     def __init__(self) -> None:
         self.mode = "max-autotune"
@@ -68,6 +68,12 @@ def get_compiler(compiler_config: CompilerConfig | None = None) -> Callable:
 
 def get_npu_backend(*, compiler_config: CompilerConfig | None = None, custom_decompositions: dict | None = None):
     """A ``torch.compile`` backend for npu graphs (npusim: Inductor's npu backend)."""
+    if compiler_config is not None and compiler_config.mode == "npugraph_ex":
+        # TorchAir's light graph mode (its successor of "reduce-overhead"): the npugraph_ex backend.
+        import npugraph_ex
+
+        return npugraph_ex.get_npu_backend(compiler_config=npugraph_ex.CompilerConfig(),
+                                           custom_decompositions=custom_decompositions)
     compiler = get_compiler(compiler_config)
     if custom_decompositions:
         def with_decompositions(graph_module, example_inputs):
