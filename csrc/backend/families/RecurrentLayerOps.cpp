@@ -14,8 +14,9 @@
 //
 // Calls the fused layers do not take run ATen's composite (one kernel per step, as before):
 // estimate-only mode, autocast (the composite is what autocast casts), dropout between layers in
-// training (the CPU path would draw from the CPU generator instead of the npu one), and arguments
-// that are not all dense tensors on one npu device.
+// training (the CPU path would draw from the CPU generator instead of the npu one), arguments
+// that are not all dense tensors on one npu device, tensor subclasses and Python dispatch modes
+// (Dynamo's fake tensors trace the composite).
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/gru.h>
@@ -24,6 +25,7 @@
 #include <ATen/ops/lstm_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/GradMode.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
@@ -55,12 +57,18 @@ struct LayerOptions {
   size_t hiddenStates;  // tensors in hx: 2 (h, c) for an LSTM, 1 for a GRU
 };
 
+// A plain dense npu tensor: not a tensor subclass (a FakeTensor while Dynamo traces, a
+// FunctionalTensor), whose data the CPU's RNN could not run on.
 bool onOneNpu(const at::Tensor& t, const c10::Device& device) {
-  return t.defined() && t.device() == device && t.layout() == c10::kStrided;
+  return t.defined() && t.device() == device && t.layout() == c10::kStrided &&
+         !t.key_set().has(c10::DispatchKey::Python);
 }
 
 bool runsAsFusedLayers(const at::Tensor& input, at::TensorList hx, at::TensorList params, const LayerOptions& options) {
   if (estimateOnly() || at::autocast::is_autocast_enabled(c10::DeviceType::PrivateUse1)) return false;
+  // Under a Python dispatch mode (FakeTensorMode, FunctionalTensorMode) the composite's
+  // operators are what the mode must see.
+  if (c10::impl::dispatch_mode_enabled()) return false;
   if (options.dropout > 0 && options.train && options.numLayers > 1) return false;
   if (input.device().type() != c10::DeviceType::PrivateUse1) return false;
   for (const at::TensorList list : {hx, params}) {
