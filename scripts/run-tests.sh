@@ -12,5 +12,11 @@ for layer in runtime perf tools; do
   ctest --test-dir "build/$layer-tests" --output-on-failure -j2
 done
 
-# Run from the tests directory so that the installed npusim is imported.
-cd tests && exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+# Run from the tests directory so that the installed npusim is imported. Test files run side by
+# side, one worker per core (pytest-xdist; a file's tests stay together on one worker, since many
+# share module fixtures); PYTEST_WORKERS=0 runs them in this process.
+WORKERS="${PYTEST_WORKERS:-$(nproc)}"
+if [ "$WORKERS" = 0 ]; then
+  cd tests && exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+fi
+cd tests && exec "$PYTHON" -m pytest -q -p no:cacheprovider -n "$WORKERS" --dist loadfile "$@"

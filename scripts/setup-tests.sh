@@ -20,6 +20,8 @@ PYTHON="${PYTHON:-python3}"
 for module in pytest expecttest numpy; do
   "$PYTHON" -c "import $module" 2>/dev/null || "$PYTHON" -m pip install -q "$module"
 done
+# pytest-xdist runs the test files on every core (scripts/run-tests.sh).
+"$PYTHON" -c "import xdist" 2>/dev/null || "$PYTHON" -m pip install -q "pytest-xdist>=3.5"
 # transformers' NPU flash-attention path and the tiny Hugging Face models run in tests/ops.
 "$PYTHON" -c "import transformers" 2>/dev/null || "$PYTHON" -m pip install -q "transformers==5.23.0" \
   || echo "setup-tests: transformers not installed; its tests in tests/ops are skipped"

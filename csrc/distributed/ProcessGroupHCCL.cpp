@@ -54,6 +54,9 @@ const char* hcclTypeName(c10::ScalarType type) {
     case c10::ScalarType::Float: return "at::kFloat";
     case c10::ScalarType::Double: return "at::kDouble";
     case c10::ScalarType::BFloat16: return "at::kBFloat16";
+    case c10::ScalarType::UInt16: return "at::ScalarType::UInt16";
+    case c10::ScalarType::UInt32: return "at::ScalarType::UInt32";
+    case c10::ScalarType::UInt64: return "at::ScalarType::UInt64";
     default: return nullptr;
   }
 }
@@ -112,10 +115,30 @@ std::function<void()> averageAfter(std::vector<at::Tensor> aliases, bool average
   };
 }
 
+// The dtype the transport carries a tensor as. Gloo has no unsigned 16/32/64-bit types (nor
+// int16); HCCL moves them (UINT16/32/64) in data-movement collectives and reductions refuse them
+// before they get here, so the same bits travel as a Gloo type of that width (bits are copied,
+// never computed on).
+c10::ScalarType transportType(c10::ScalarType type) {
+  switch (type) {
+    case c10::ScalarType::UInt16: return c10::ScalarType::Half;
+    case c10::ScalarType::UInt32: return c10::ScalarType::Int;
+    case c10::ScalarType::UInt64: return c10::ScalarType::Long;
+    default: return type;
+  }
+}
+
+// The host alias of an npu tensor that the transport reads or writes.
+at::Tensor transportAlias(const at::Tensor& tensor) {
+  at::Tensor alias = backend::kernelOperand(tensor);
+  const c10::ScalarType carried = transportType(alias.scalar_type());
+  return carried == alias.scalar_type() ? alias : alias.view(carried);
+}
+
 std::vector<at::Tensor> aliasesOf(const std::vector<at::Tensor>& tensors) {
   std::vector<at::Tensor> aliases;
   aliases.reserve(tensors.size());
-  for (const auto& tensor : tensors) aliases.push_back(backend::kernelOperand(tensor));
+  for (const auto& tensor : tensors) aliases.push_back(transportAlias(tensor));
   return aliases;
 }
 
@@ -334,10 +357,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::allgather(std::vector<std::vect
   int64_t block = 0;
   for (const auto& out : list) block = std::max(block, out.numel());
   // Estimate-only runs move no data: the staging buffers are meta tensors.
-  const auto cpuOptions = at::TensorOptions().dtype(inputs[0].scalar_type())
+  const auto cpuOptions = at::TensorOptions().dtype(transportType(inputs[0].scalar_type()))
                               .device(backend::estimateOnly() ? c10::kMeta : c10::kCPU);
   at::Tensor padded = at::zeros({block}, cpuOptions);
-  padded.narrow(0, 0, inputs[0].numel()).copy_(backend::kernelOperand(inputs[0]).reshape({-1}));
+  padded.narrow(0, 0, inputs[0].numel()).copy_(transportAlias(inputs[0]).reshape({-1}));
   at::Tensor gathered = at::empty({block * size_}, cpuOptions);
   auto inner = gloo_->_allgather_base(gathered, padded, glooOpts);
   auto unpack = [gathered, padded, outs = aliasesOf(list), block]() mutable {
@@ -360,8 +383,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_allgather_base(at::Tensor& out
               "output tensor size must be equal to world_size times input tensor size",
               distError(ErrorKind::kInvalidParameter));
   const int device = input.get_device();
-  at::Tensor outputAlias = backend::kernelOperand(output);
-  at::Tensor inputAlias = backend::kernelOperand(input);
+  at::Tensor outputAlias = transportAlias(output);
+  at::Tensor inputAlias = transportAlias(input);
   const runtime::Event done = chargeCollective(placementFor(device), perf::Collective::kAllGather, bytesOf(output));
   auto inner = gloo_->_allgather_base(outputAlias, inputAlias, withTimeout(opts, config_.execTimeout));
   return finish(c10d::OpType::_ALLGATHER_BASE, device, done, {inner}, {output});
@@ -473,8 +496,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::_reduce_scatter_base(at::Tensor
               distError(ErrorKind::kInvalidParameter));
   const MappedReduce mapped = mapReduceOp(opts.reduceOp);
   const int device = input.get_device();
-  at::Tensor outputAlias = backend::kernelOperand(output);
-  at::Tensor inputAlias = backend::kernelOperand(input);
+  at::Tensor outputAlias = transportAlias(output);
+  at::Tensor inputAlias = transportAlias(input);
   const runtime::Event done = chargeCollective(placementFor(device), perf::Collective::kReduceScatter, bytesOf(input));
   auto glooOpts = withTimeout(opts, config_.execTimeout);
   glooOpts.reduceOp = mapped.op;
@@ -519,8 +542,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHCCL::alltoall_base(at::Tensor& outpu
   checkSplitSizes(inputSplitSizes, input, size_);
   checkSplitSizes(outputSplitSizes, output, size_);
   const int device = input.get_device();
-  at::Tensor outputAlias = backend::kernelOperand(output);
-  at::Tensor inputAlias = backend::kernelOperand(input);
+  at::Tensor outputAlias = transportAlias(output);
+  at::Tensor inputAlias = transportAlias(input);
   const runtime::Event done = chargeCollective(placementFor(device), perf::Collective::kAllToAll, bytesOf(input));
   auto inner = gloo_->alltoall_base(outputAlias, inputAlias, outputSplitSizes, inputSplitSizes,
                                     withTimeout(opts, config_.execTimeout));

@@ -45,6 +45,7 @@ at::Tensor foldHeads(const at::Tensor& t, int64_t kvHeads) {
 // Scaled, biased and masked logits in fp32.
 at::Tensor logits(const AttentionProblem& p, const at::Tensor& qf, const at::Tensor& kf) {
   at::Tensor s = at::matmul(qf, kf.transpose(-2, -1));
+  if (p.halfScores) s = s.to(at::kHalf).to(at::kFloat);
   if (p.pse.defined()) {
     s = p.pseInsideScale ? (s + p.pse.to(at::kFloat)) * p.scale : s * p.scale + p.pse.to(at::kFloat);
   } else {
@@ -65,7 +66,7 @@ at::Tensor logits(const AttentionProblem& p, const at::Tensor& qf, const at::Ten
 // one extra pass of Q K^T over blocks of query rows.
 bool flashEligible(const AttentionProblem& p) {
   const auto dtype = p.q.scalar_type();
-  return !p.q.is_meta() && !p.pse.defined() && !p.keep.defined() && !p.masked.defined() &&
+  return !p.q.is_meta() && !p.halfScores && !p.pse.defined() && !p.keep.defined() && !p.masked.defined() &&
          (dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16) && p.q.size(-1) == p.v.size(-1) &&
          (!p.causal || p.q.size(2) <= p.k.size(2));
 }
@@ -128,6 +129,7 @@ AttentionOutputs attentionForward(const AttentionProblem& p) {
   const at::Tensor denom = out.rowSum.unsqueeze(-1);
   at::Tensor probs = at::where(denom > 0, e / denom, at::zeros_like(e));
   if (p.keep.defined()) probs = probs * p.keep.to(at::kFloat) / p.keepProb;
+  if (p.halfScores) probs = probs.to(at::kHalf).to(at::kFloat);
   out.out = at::matmul(probs, vf);
   return out;
 }

@@ -30,6 +30,10 @@ struct AttentionProblem {
   bool pseInsideScale = true;  // scale*(QK^T + pse) (FA, pse_type 1); else scale*QK^T + pse
   at::Tensor keep;             // optional: bool dropout keep mask [B, N, Sq, Skv]
   double keepProb = 1.0;
+  // fp16 high-performance mode of the inference kernels: Q K^T (fp32
+  // accumulation) is stored in fp16 before it is scaled, and the
+  // probabilities are rounded to fp16 before they meet V.
+  bool halfScores = false;
 };
 
 struct AttentionOutputs {

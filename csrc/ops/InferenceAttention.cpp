@@ -2,7 +2,9 @@
 // npu_prompt_flash_attention (prefill), npu_incre_flash_attention (decode) and
 // npu_fused_infer_attention_score (both, chosen by Q_S). softmax(scale*QK^T +
 // pse_shift, masked)·V with GQA, per-batch valid lengths and sparse modes 0-4,
-// in fp32, on contiguous (non-paged, unquantised) key/value.
+// in fp32, on contiguous (non-paged, unquantised) key/value; fp16 prompt
+// attention without pse_shift in the high-performance mode (QK^T and the
+// probabilities in fp16).
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -43,6 +45,7 @@ struct InferArguments {
   double scale = 1;
   int64_t pre = 0, next = 0, sparseMode = 0;
   std::vector<int64_t> seqQ, seqKv;  // per-batch valid lengths (empty: all)
+  bool highPerformance = false;      // fp16 high-performance mode (AttentionProblem::halfScores)
 };
 
 struct InferResult {
@@ -79,6 +82,9 @@ InferResult inferAttention(const Tensor& query, const Tensor& key, const Tensor&
   p.scale = a.scale;
   p.pseInsideScale = false;  // pse_shift is added after scaling
   if (pse.has_value()) p.pse = *pse;
+  // fp16 inputs run the high-performance mode unless a pse_shift asks for the
+  // high-precision one (torch_npu's documentation of the operator).
+  p.halfScores = a.highPerformance && query.scalar_type() == at::kHalf && !pse.has_value();
   InferResult r;
   r.batch = p.q.size(0), r.sq = p.q.size(2), r.skv = p.k.size(2), r.headDim = p.q.size(3), r.valueDim = p.v.size(3);
   const auto boolOptions = query.options().dtype(at::kBool);
@@ -169,6 +175,7 @@ Tensor promptFlashAttentionImpl(const Tensor& query, const Tensor& key, const Te
   a.op = op, a.heads = numHeads, a.kvHeads = numKeyValueHeads, a.scale = scaleValue;
   a.pre = preTokens, a.next = nextTokens, a.sparseMode = sparseMode;
   a.seqQ = lengthsOf(actualSeqLengths), a.seqKv = lengthsOf(actualSeqLengthsKv);
+  a.highPerformance = true;
   const InferLayout layout = parseInferLayout(inputLayout, op);
   if (!onDevice) return inferAttention(query, key, value, pseShift, attenMask, layout, a).out;
   requireChip(op, {ChipFamily::kAtlasA2, ChipFamily::kAtlasA3, ChipFamily::kAscend310P});

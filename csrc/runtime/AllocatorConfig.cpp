@@ -171,10 +171,19 @@ class Parser {
     } else if (key == "page_size") {
       if (value != "1g") fail(key, "must be 1g", value);
       config.pageSize1g = true;
-    } else if (key == "segment_size_mb" || key == "large_segment_size_mb") {
+    } else if (key == "segment_size_mb") {
+      // torch_npu's own (deprecated) key.
       uint64_t mb = integer(key, value, "must be an integer in [20, 512]");
       if (mb < 20 || mb > 512) fail(key, "must be an integer in [20, 512]", value);
+      // large_segment_size_mb takes priority, in whichever order they come.
+      if (!largeSegmentSizeSet_) config.largeSegmentSize = megabytes(mb);
+    } else if (key == "large_segment_size_mb") {
+      // PyTorch's key (c10's allocator config): above the smallest large
+      // allocation, 10 MB.
+      uint64_t mb = integer(key, value, "must be > 10 (an integer number of MB)");
+      if (mb <= 10) fail(key, "must be > 10", value);
       config.largeSegmentSize = megabytes(mb);
+      largeSegmentSizeSet_ = true;
     } else if (key == "roundup_power2_divisions") {
       roundupDivisions(config, value);
     } else if (key == "max_non_split_rounding_mb") {
@@ -210,6 +219,7 @@ class Parser {
 
  private:
   std::string_view variable_;
+  mutable bool largeSegmentSizeSet_ = false;
 };
 
 }  // namespace
@@ -260,6 +270,12 @@ AllocatorConfig AllocatorConfig::parseOnto(const AllocatorConfig& base, std::str
     std::string_view value = item.substr(colon + 1);
     if (value.empty()) parser.fail(key, "needs a value", value);
     parser.item(config, key, value, splitOrGcSet);
+  }
+  if (config.maxSplitSize != kUnlimited && config.maxSplitSize < config.largeSegmentSize) {
+    // A large segment must stay splittable.
+    parser.fail("max_split_size_mb", "too small, must be >= large_segment_size_mb (" +
+                                         std::to_string(config.largeSegmentSize / kMiB) + ")",
+                std::to_string(config.maxSplitSize / kMiB));
   }
   if (config.expandableSegments && splitOrGcSet) {
     parser.failText(

@@ -50,7 +50,7 @@ struct AllocatorConfig {
   bool expandableSegments = false;              // expandable_segments
   size_t baseAddrAlignedBytes = 16 * 1024;      // base_addr_aligned_kb (0..16), bytes
   bool pageSize1g = false;                      // page_size:1g
-  size_t largeSegmentSize = 20 * kMiB;          // large_segment_size_mb / segment_size_mb (20..512), bytes
+  size_t largeSegmentSize = 20 * kMiB;          // large_segment_size_mb (> 10) / segment_size_mb (20..512), bytes
   std::array<size_t, kRoundupIntervals> roundupPower2Divisions{};  // 0 or 1 = no power-of-two rounding
   size_t maxNonSplitRoundingSize = 20 * kMiB;   // max_non_split_rounding_mb (>= 20), bytes
   std::optional<double> perProcessMemoryFraction;  // per_process_memory_fraction, [0, 1]

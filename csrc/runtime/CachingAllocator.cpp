@@ -326,6 +326,9 @@ struct CachingAllocator::Impl {
       found = carveSegment(request, true);
     }
     if (!found) found = findCachedBlockInOomPools(request);
+    // The chip has room but the host cannot back the segment in full: grant it as the chip
+    // would, its pages committed as they are written (DeviceMemory::allocateUncommitted).
+    if (!found && !request.hostRefusal.empty()) found = carveSegmentUncommitted(request);
     if (!found) throwOutOfMemory(request);
 
     const bool split = !config.cachingDisabled && shouldSplit(request.block, request.size);
@@ -363,10 +366,24 @@ struct CachingAllocator::Impl {
   // Gets a new segment from the device memory.
   bool carveSegment(Request& request, bool isRetry) {
     if (isRetry) stats.num_alloc_retries += 1;
-    const size_t size = request.segmentSize;
     request.hostRefusal.clear();
-    if (fractionSet && (size > allowedMaximum || totalReserved > allowedMaximum - size)) return false;
-    void* ptr = memory.allocate(size, &request.hostRefusal);
+    if (!withinFraction(request.segmentSize)) return false;
+    return adoptSegment(request, memory.allocate(request.segmentSize, &request.hostRefusal));
+  }
+
+  bool carveSegmentUncommitted(Request& request) {
+    request.hostRefusal.clear();
+    if (!withinFraction(request.segmentSize)) return false;
+    return adoptSegment(request, memory.allocateUncommitted(request.segmentSize, &request.hostRefusal));
+  }
+
+  bool withinFraction(size_t size) const {
+    return !fractionSet || (size <= allowedMaximum && totalReserved <= allowedMaximum - size);
+  }
+
+  // Makes the new mapping `ptr` (nullptr: none) a segment of the request's pool.
+  bool adoptSegment(Request& request, void* ptr) {
+    const size_t size = request.segmentSize;
     if (ptr == nullptr) return false;
     stats.num_device_alloc += 1;
     totalReserved += size;

@@ -6,13 +6,16 @@
 // 64 GB simulated HBM works on a smaller host as long as little of it is
 // written. Freeing unmaps, so the host gets the pages back at once. Pointers
 // are page aligned (at least 4 KiB, so more than the 512 bytes aclrtMalloc
-// guarantees). Every mapping made outside estimate-only mode is committed to
-// the process-wide HostMemoryBudget, which refuses one the host could not back
-// if it were written. All members are thread-safe.
+// guarantees). A mapping made outside estimate-only mode is committed to the
+// process-wide HostMemoryBudget when the host could back it if it were written.
+// One it could not back but the chip has room for is granted uncommitted
+// (allocateUncommitted: lazily committed pages, as the chip would give it);
+// its resident pages count in every later check. All members are thread-safe.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -33,6 +36,16 @@ class DeviceMemory {
   // throws RuntimeError(kRtMemoryAllocation, "aclrtMalloc") otherwise; the
   // same error comes when the host refuses the mapping itself.
   void* allocate(size_t bytes, std::string* hostRefusal = nullptr);
+
+  // A segment that the host could not back in full, for a request that fits
+  // the chip: mapped without a commitment, its pages committed by the kernel
+  // as they are written. Refused (nullptr and the reason) only when what the
+  // process holds now, resident pages included, leaves the host no room.
+  // Announces the first such grant once (stderr and the plog).
+  void* allocateUncommitted(size_t bytes, std::string* hostRefusal);
+
+  // Host memory resident in the uncommitted segments of every device (mincore).
+  static uint64_t residentUncommittedBytes();
 
   // `bytes` must be the size given to allocate(). Throws
   // RuntimeError(kRtMemoryFree, "aclrtFree") for a pointer this object did not
@@ -68,7 +81,10 @@ class DeviceMemory {
   struct Mapping {
     size_t bytes = 0;
     bool hostCommitted = false;  // counted in the HostMemoryBudget (not estimate-only)
+    bool uncommitted = false;    // granted beyond what the host can back (allocateUncommitted)
   };
+  uint64_t residentUncommitted() const;
+  void* map(size_t bytes, bool hostCommitted, bool uncommitted);
   std::unordered_map<void*, Mapping> mappings_;  // guarded by mutex_
 };
 

@@ -36,7 +36,9 @@ void* hostAllocate(size_t size) {
 }  // namespace
 
 HostAllocator::HostAllocator(const AllocatorConfig& config)
-    : maxRoundThreshold_(config.pinnedMaxRoundThreshold), maxCachedSize_(config.pinnedMaxCachedSize) {}
+    : maxRoundThreshold_(config.pinnedMaxRoundThreshold),
+      maxCachedSize_(config.pinnedMaxCachedSize),
+      expandableSegments_(config.pinMemoryExpandableSegments) {}
 
 HostAllocator::~HostAllocator() {
   for (const auto& [base, block] : blocks_) {

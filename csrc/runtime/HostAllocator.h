@@ -64,6 +64,8 @@ class HostAllocator {
   void resetAccumulatedStats();
 
   size_t roundSize(size_t bytes) const;
+  // pin_memory_expandable_segments of the configuration it was made with.
+  bool expandableSegments() const { return expandableSegments_; }
 
  private:
   struct Block {
@@ -74,6 +76,7 @@ class HostAllocator {
 
   const size_t maxRoundThreshold_;
   const size_t maxCachedSize_;
+  const bool expandableSegments_;
   mutable std::mutex mutex_;
   std::map<uintptr_t, Block> blocks_;                             // every block, live or cached, by address
   std::unordered_map<size_t, std::vector<uintptr_t>> cached_;     // free blocks by size

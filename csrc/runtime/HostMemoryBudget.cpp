@@ -28,7 +28,7 @@ uint64_t HostMemoryBudget::safetyMargin(uint64_t hostBytes) noexcept {
   return std::min<uint64_t>(hostBytes / 16, uint64_t{1} << 30);
 }
 
-std::optional<std::string> HostMemoryBudget::commit(uint64_t bytes) {
+std::optional<std::string> HostMemoryBudget::commit(uint64_t bytes, uint64_t uncommittedResident) {
   constexpr auto relaxed = std::memory_order_relaxed;
   if (bytes < kCheckedBytes && uncheckedSinceReading_.fetch_add(bytes, relaxed) + bytes < kUncheckedAllowance) {
     committed_.fetch_add(bytes, relaxed);
@@ -44,17 +44,21 @@ std::optional<std::string> HostMemoryBudget::commit(uint64_t bytes) {
   }
   const uint64_t baselineCommitted = baselineCommitted_.load(relaxed);
   while (true) {
+    const uint64_t held = saturatingAdd(committed, uncommittedResident);
     const uint64_t hostLimit = std::min(
         sourceLimit(baselineMemAvailable_.load(relaxed), baselineCommitted, host.memAvailableBytes, committed),
         sourceLimit(baselineCgroupRemaining_.load(relaxed), baselineCommitted, host.cgroupRemainingBytes, committed));
     if (hostLimit != UINT64_MAX) {
       const uint64_t margin = safetyMargin(hostLimit);
       const uint64_t usable = hostLimit - margin;
-      if (committed > usable || bytes > usable - committed) {
-        return "npusim holds " + formatMemorySize(committed) +
-               " of host memory for device and pinned memory (all devices), and the host can give " +
-               formatMemorySize(hostLimit) + " in all, less a safety margin of " + formatMemorySize(margin) + " (" +
-               describeHostMemoryLimit(host) + ")";
+      if (held > usable || bytes > usable - held) {
+        std::string holds = "npusim holds " + formatMemorySize(committed) +
+                            " of host memory for device and pinned memory (all devices)";
+        if (uncommittedResident > 0) {
+          holds += " and " + formatMemorySize(uncommittedResident) + " written into lazily granted device memory";
+        }
+        return holds + ", and the host can give " + formatMemorySize(hostLimit) + " in all, less a safety margin of " +
+               formatMemorySize(margin) + " (" + describeHostMemoryLimit(host) + ")";
       }
     }
     // Another thread committed meanwhile: check again with its share counted.
@@ -62,6 +66,12 @@ std::optional<std::string> HostMemoryBudget::commit(uint64_t bytes) {
   }
   uncheckedSinceReading_.store(0, relaxed);
   return std::nullopt;
+}
+
+std::optional<std::string> HostMemoryBudget::roomForResident(uint64_t uncommittedResident) {
+  // A check of zero bytes that always reads the host.
+  uncheckedSinceReading_.store(kUncheckedAllowance, std::memory_order_relaxed);
+  return commit(0, uncommittedResident);
 }
 
 void HostMemoryBudget::release(uint64_t bytes) noexcept { committed_.fetch_sub(bytes, std::memory_order_relaxed); }

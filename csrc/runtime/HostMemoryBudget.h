@@ -18,6 +18,10 @@
 // a safety margin of 1/16 of it, at most 1 GiB, for the interpreter, PyTorch's
 // CPU tensors and the page cache.
 //
+// A segment the host could not back in full but the chip has room for is
+// granted without a commitment (lazily committed pages): the kernel commits
+// its pages as they are written, and later checks count what is resident.
+//
 // Reading /proc costs a few microseconds, so the host is read for requests of
 // kCheckedBytes or more, and for smaller ones only once they add up to
 // kUncheckedAllowance since the last reading. All members are thread-safe and
@@ -42,7 +46,13 @@ class HostMemoryBudget {
 
   // Commits `bytes`, or commits nothing and returns the reason: "npusim holds
   // ... of host memory for device and pinned memory, the host can give ...".
-  std::optional<std::string> commit(uint64_t bytes);
+  // `uncommittedResident`: host memory the process holds in device segments
+  // that were granted without a commitment (DeviceMemory::allocateUncommitted),
+  // counted as committed for the check.
+  std::optional<std::string> commit(uint64_t bytes, uint64_t uncommittedResident = 0);
+  // Whether the host still has room for what the process holds now (its
+  // commitment plus `uncommittedResident`), read now; the reason otherwise.
+  std::optional<std::string> roomForResident(uint64_t uncommittedResident);
   void release(uint64_t bytes) noexcept;
   uint64_t committed() const noexcept { return committed_.load(std::memory_order_relaxed); }
 

@@ -152,6 +152,9 @@ def _register_backend() -> None:
     from npusim import _serialization
 
     _serialization._install()  # torch.save as torch_npu replaces it
+    from npusim.npu import formats as _formats
+
+    _formats._install_storage_deepcopy()  # copy.deepcopy keeps the npu storage format
 
     from torch._C._profiler import ProfilerActivity
 

@@ -71,3 +71,36 @@ def test_bad_alloc_conf_at_first_allocation_then_set_allocator_settings():
         "refused True",
         "4",
     ]
+
+
+def test_large_segment_size_rules():
+    """large_segment_size_mb (PyTorch's key) is above 10 MB, takes priority over torch_npu's
+    segment_size_mb in either order, and max_split_size_mb may not be below it."""
+    result = run_python(
+        """
+        import os, torch, npusim
+        def reserved_by_5mb(conf):
+            os.environ["PYTORCH_NPU_ALLOC_CONF"] = conf
+            try:
+                torch.npu.memory._set_allocator_settings(conf)
+            except RuntimeError as error:
+                return "refused: " + str(error).splitlines()[0]
+            x = torch.empty(5 * 2**20, dtype=torch.uint8, device="npu")
+            reserved = torch.npu.memory_reserved() // 2**20
+            del x
+            torch.npu.empty_cache()
+            return reserved
+        torch.ones(1, device="npu")
+        torch.npu.empty_cache()
+        print(reserved_by_5mb("large_segment_size_mb:50"))
+        print(reserved_by_5mb("segment_size_mb:50,large_segment_size_mb:100"))
+        print(reserved_by_5mb("large_segment_size_mb:100,segment_size_mb:50"))
+        print(reserved_by_5mb("large_segment_size_mb:5"))
+        print(reserved_by_5mb("large_segment_size_mb:50,max_split_size_mb:30"))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:3] == ["50", "100", "100"], lines
+    assert lines[3].startswith("refused: ") and "large_segment_size_mb must be > 10" in lines[3], lines[3]
+    assert "max_split_size_mb too small, must be >= large_segment_size_mb (50)" in lines[4], lines[4]

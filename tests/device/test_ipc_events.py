@@ -80,3 +80,46 @@ def test_handle_rules():
     gc.collect()
     with pytest.raises(RuntimeError, match="no longer exists"):
         torch.npu.Event.from_ipc_handle(0, handle)
+
+
+_PICKLING_SCRIPT = """
+import torch, torch_npu
+import torch.multiprocessing as mp
+
+
+def child(q1, q2):
+    with torch.npu.device("npu:0"):
+        stream = torch.npu.Stream()
+        with torch.npu.stream(stream):
+            event = q1.get()  # unpickled from its IPC handle
+            q2.put((event.device.type, event.device.index))
+            event.wait()
+            event.record(stream)
+            q2.put("recorded")
+            assert q1.get() == "done"
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    q1, q2 = ctx.Queue(), ctx.Queue()
+    process = ctx.Process(target=child, args=(q1, q2))
+    process.start()
+    with torch.npu.device("npu:0"):
+        stream = torch.npu.Stream()
+        event = torch.npu.Event(enable_timing=False, interprocess=True)
+        event.record(stream)
+        q1.put(event)
+        print(q2.get(timeout=60), q2.get(timeout=60))
+        event.wait()
+        event.synchronize()
+        print(event.query())
+        q1.put("done")
+    process.join(60)
+    print("exit", process.exitcode)
+"""
+
+
+def test_interprocess_event_goes_through_a_multiprocessing_queue(tmp_path):
+    result = run_python(_PICKLING_SCRIPT, timeout=120, script=tmp_path / "ipc_pickle.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["('npu', 0) recorded", "True", "exit 0"]

@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from npusim_testing.fresh_process import free_port  # noqa: F401 - the harness's users import it here
+
 HERE = Path(__file__).resolve().parent
 PYTHON_SOURCE = HERE.parents[1] / "python"
 WORKER = HERE / "dist_worker.py"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def environment(extra: dict | None = None) -> dict:

@@ -224,6 +224,16 @@ def scenario_ops():
     dist.broadcast(npu, src=0)
     dist.broadcast(cpu, src=0)
     check("broadcast float64", same(npu, cpu))
+    # Unsigned 16/32/64-bit tensors move (HCCL_DATA_TYPE_UINT16/32/64); reductions refuse them.
+    for dtype in (torch.uint16, torch.uint32, torch.uint64):
+        mine = (torch.arange(4, dtype=torch.float16) * (RANK + 1)).to("npu").to(dtype)
+        gathered = [torch.empty_like(mine) for _ in range(WORLD)]
+        dist.all_gather(gathered, mine)
+        check(f"all_gather {dtype}", all(
+            torch.equal(g.to(torch.float32).cpu(), torch.arange(4.0) * (r + 1)) for r, g in enumerate(gathered)))
+        dist.broadcast(mine, src=0)
+        check(f"broadcast {dtype}", torch.equal(mine.to(torch.float32).cpu(), torch.arange(4.0)))
+    errors["uint32"] = error_text(lambda: dist.all_reduce(torch.ones(2, device="npu").to(torch.uint32)))
     from npusim.distributed import communication_report
 
     report = communication_report()

@@ -33,6 +33,7 @@ def test_errors_are_torch_npu_texts(two_ranks):
     assert errors["band"].startswith("RuntimeError: Cannot use ReduceOp.BAND with HCCL")
     assert "ERR02007 DIST feature not supported" in errors["band"]
     assert "HCCL allreduce: Unsupported data type at::kDouble" in errors["double"]
+    assert "HCCL allreduce: Unsupported data type at::ScalarType::UInt32" in errors["uint32"]
     assert "output tensor size must be equal to world_size times input tensor size" in errors["size"]
     assert "ERR02001 DIST invalid parameter" in errors["size"]
     assert "Tensors must be contiguous" in errors["noncontiguous"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from npusim_testing.fresh_process import subprocess_env
+from npusim_testing.fresh_process import free_port, subprocess_env
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 PAGES = [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").glob("*.md"))]
@@ -134,6 +134,8 @@ def _shell(command: str, workspace: Path, timeout: int) -> subprocess.CompletedP
         torchrun = bin_folder / "torchrun"
         torchrun.write_text(f"#!{sys.executable}\nimport sys\nfrom torch.distributed.run import main\nsys.exit(main())\n")
         torchrun.chmod(0o755)
-    env = subprocess_env({"PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"})
+    # torchrun's default port (29500) is taken from PET_MASTER_PORT: a free one, so that test files
+    # running side by side do not meet on it.
+    env = subprocess_env({"PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}", "PET_MASTER_PORT": str(free_port())})
     return subprocess.run(["bash", "-c", command], cwd=workspace, env=env, capture_output=True, text=True,
                           timeout=timeout)

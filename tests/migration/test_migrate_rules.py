@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from migration_helpers import environment, migrate_code, run
+from npusim_testing.fresh_process import free_port
 
 
 def changes_of(rows):
@@ -243,7 +244,7 @@ def test_distributed_entry_and_launch_script(tmp_path):
     launched = subprocess.run(
         ["bash", script],
         env=environment({"RANK_SIZE": "2", "NPU_LAUNCHER": f"{sys.executable} -m npusim run --no-summary",
-                         "MASTER_PORT": "29731"}),
+                         "MASTER_PORT": str(free_port())}),
         capture_output=True, text=True, timeout=180,
     )
     logs = "".join(f"== train_rank{rank}.log\n" + open(os.path.join(result.output, f"train_rank{rank}.log")).read()

@@ -9,6 +9,7 @@ adds what it needs through ``extra_env``.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -99,3 +100,11 @@ def run_python(
         timeout=timeout,
         cwd=cwd,
     )
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (for a rendezvous or store of a test's own): fixed ports
+    collide when test files run side by side."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

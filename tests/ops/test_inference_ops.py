@@ -76,6 +76,31 @@ def test_inference_attention_half_precision_bnsd_bsnd_and_errors():
                                                   block_table=torch.zeros(2, 1, dtype=torch.int32).npu())
 
 
+def test_prompt_flash_attention_fp16_runs_the_high_performance_mode():
+    """fp16 without pse_shift: Q K^T is kept in fp16 before the scale and the probabilities are
+    rounded to fp16 before V (torch_npu's own test compares against exactly that matmul and
+    softmax chain, with a scale of 128 that makes the fp16 rounding of the scores visible)."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 256, 64, dtype=torch.float16) for _ in range(3))
+    scores = torch.matmul(q.float(), k.float().transpose(2, 3)).half().float() * 128
+    probs = torch.softmax(scores, -1).half().float()
+    expected = torch.matmul(probs, v.float()).half()
+    got = torch_npu.npu_prompt_flash_attention(
+        q.npu(), k.npu(), v.npu(), num_heads=2, input_layout="BNSD", scale_value=128.0, pre_tokens=65535,
+        next_tokens=65535
+    ).cpu()
+    torch.testing.assert_close(got, expected, rtol=1e-3, atol=1e-3)
+    exact = torch.matmul(torch.softmax(torch.matmul(q.double(), k.double().transpose(2, 3)) * 128, -1), v.double())
+    assert not torch.allclose(got.double(), exact, rtol=1e-3, atol=1e-3)  # not the fp32 path
+    # With a pse_shift the kernel switches to the high-precision mode (fp32 scores).
+    pse = torch.zeros(1, 2, 256, 256, dtype=torch.float16)
+    precise = torch_npu.npu_prompt_flash_attention(
+        q.npu(), k.npu(), v.npu(), pse_shift=pse.npu(), num_heads=2, input_layout="BNSD", scale_value=128.0,
+        pre_tokens=65535, next_tokens=65535
+    ).cpu()
+    torch.testing.assert_close(precise.double(), exact, rtol=2e-3, atol=2e-3)
+
+
 def test_inference_attention_estimate_shapes():
     with npusim.estimate():
         q = torch.empty(8, 1, 32 * 128, device="npu", dtype=torch.bfloat16)

@@ -169,3 +169,24 @@ def test_fallbacks_and_strict_errors_reach_the_plog(tmp_path):
     assert result.returncode == 0, result.stderr
     text = "".join(open(p).read() for p in glob.glob(str(tmp_path / "debug" / "plog" / "plog-*.log")))
     assert re.search(r"\[WARNING\] APP\(\d+,[^)]*\):\S+ \[\S+:\d+\]\d+ \[PTA\]:" + re.escape(CAUTION), text), text
+
+
+def test_zero_fills_take_the_unsigned_dtypes_that_computing_operators_refuse():
+    """torch_npu's own tests (test/npu/test_c10d.py, 2.13 tag) zero-fill uint16/32/64 npu tensors."""
+    result = run(
+        """
+        for dtype in (torch.uint16, torch.uint32, torch.uint64):
+            x = torch.ones(3, dtype=dtype).npu()
+            z = torch.zeros_like(x)
+            print(dtype, z.cpu().tolist(), x.zero_().cpu().tolist())
+            try:
+                x + x
+            except RuntimeError as error:
+                print("still refused:", "is not surpported" in str(error))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines.count("still refused: True") == 3, result.stdout
+    for name in ("uint16", "uint32", "uint64"):
+        assert f"torch.{name} [0, 0, 0] [0, 0, 0]" in lines, result.stdout

@@ -15,6 +15,7 @@ import torch_npu
 from torch_npu.npu import mstx
 
 from npusim.profiler import _ascend_output as files
+from npusim_testing.fresh_process import free_port
 from trace_format import problems
 
 OUTPUT_FILES = ["trace_view.json", "kernel_details.csv", "operator_details.csv", "op_statistic.csv",
@@ -43,7 +44,7 @@ def output(tmp_path_factory):
             on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(str(out)),
             record_shapes=True, profile_memory=True, with_stack=True, experimental_config=config) as prof:
         for step in range(3):
-            with mstx.mstx_range("train_step"):
+            with mstx.annotate("train_step"):
                 x = torch.randn(4 + step, 16).npu()  # a new batch size each step: dynamic shapes
                 loss = model(x).pow(2).mean()
                 loss.backward()
@@ -148,17 +149,35 @@ def test_bad_arguments():
 
 def test_mstx_ranges():
     assert mstx.range_push("a") == 0
-    assert mstx.range_pop() == 0
+    assert mstx.range_push("b") == 1
+    assert mstx.range_push("c", domain="other") == 0  # depths are per domain
+    assert mstx.range_pop() == 1 and mstx.range_pop() == 0
     assert mstx.range_pop() == -1
-    with pytest.raises(ValueError):
-        mstx.range_end(123456)
+    assert mstx.range_pop(domain="other") == 0
+    assert mstx.range_end(123456) is None  # an unknown id ends nothing, as torch_npu
+
+
+def test_mstx_checks_its_arguments_and_calls_the_binding(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch_npu._C._mstx, "_mark", lambda *args: calls.append(("mark",) + args))
+    monkeypatch.setattr(torch_npu._C._mstx, "_range_start_on_host", lambda *args: calls.append(args) or 7)
+    with pytest.warns(UserWarning, match="Invalid message for mstx.mark function"):
+        assert mstx.mark("") is None
+    with pytest.warns(UserWarning, match="Invalid stream for mstx.range_start func"):
+        assert mstx.range_start("x", stream=1) == 0
+    with pytest.warns(UserWarning, match="Invalid domain for mstx.range_push func"):
+        assert mstx.range_push("x", domain="") == -1
+    stream = torch.npu.current_stream()
+    mstx.mark("m", stream=stream, domain="d")
+    assert mstx.range_start("r") == 7
+    assert calls == [("mark", "m", stream.stream_id, stream.device_index, stream.device_type, "d"), ("r", "default")]
 
 
 def test_collectives_in_the_trace_and_communication_json(tmp_path, monkeypatch):
     import torch.distributed as dist
 
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-    monkeypatch.setenv("MASTER_PORT", "29541")
+    monkeypatch.setenv("MASTER_PORT", str(free_port()))
     dist.init_process_group("hccl", rank=0, world_size=1)
     try:
         x = torch.ones(4096, device="npu")

@@ -15,7 +15,7 @@ from npusim_testing.fresh_process import run_python
 def test_contiguous_only_to_the_contiguous_format():
     x = torch.randn(2, 3, 4, 5, device="npu", requires_grad=True)
     assert x.contiguous() is x
-    with pytest.raises(RuntimeError, match=r"NPU contiguous operator only supportted contiguous memory format\.\n.*ERR01007"):
+    with pytest.raises(RuntimeError, match=r"NPU contiguous operator only supported contiguous memory format\.\n.*ERR01007"):
         x.contiguous(memory_format=torch.channels_last)
     transposed = x.transpose(1, 2)
     made = transposed.contiguous()  # still differentiable
@@ -34,6 +34,22 @@ def test_error_codes_in_memory_messages():
         torch.npu.set_per_process_memory_fraction(1.5)
     with pytest.raises(TypeError, match=r"Invalid type for stream argument.*\n.*ERR00002"):
         torch.npu.caching_allocator_alloc(16, stream="s")
+
+
+def test_division_rounding_mode_is_checked_with_torch_npu_error_code():
+    x, y = torch.tensor(7).npu(), torch.tensor(2).npu()
+    text = r"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found 'test'\n.*ERR01001 OPS invalid parameter"
+    with pytest.raises(RuntimeError, match=text):
+        torch.div(x, y, rounding_mode="test")
+    with pytest.raises(RuntimeError, match=text):
+        torch.div(x.float(), 2.0, rounding_mode="test")
+    with pytest.raises(RuntimeError, match=text):
+        x.clone().div_(y, rounding_mode="test")
+    with pytest.raises(RuntimeError, match=text):
+        torch.div(x, y, rounding_mode="test", out=torch.empty((), dtype=torch.long, device="npu"))
+    assert torch.div(x, y, rounding_mode="floor").item() == 3
+    assert torch.div(-x, y, rounding_mode="trunc").item() == -3
+    assert torch.div(x, y, rounding_mode=None).item() == 3.5
 
 
 def test_legacy_save_writes_the_zipfile_format_with_torch_npu_warning():

@@ -8,6 +8,7 @@
 
 #include "backend/device/NpuErrors.h"
 #include "backend/device/NpuStreams.h"
+#include "backend/device/NpuTrace.h"
 #include "runtime/Plog.h"
 #include "runtime/Runtime.h"
 
@@ -26,10 +27,13 @@ void reportToProfiler(int device, void* ptr, int64_t delta) {
 
 template <int Device>
 void freeOnDevice(void* ptr) {
+  // A zero-size block has no address: freeing it is a no-op, as on the real allocator.
+  if (ptr == nullptr) return;
   try {
     // A forked child frees nothing: the parent's blocks are the parent's, and
     // the child's copy of them goes away with the child.
     if (runtime::Runtime::inForkedChild()) return;
+    trace(TraceKind::kMemoryDeallocation, reinterpret_cast<uintptr_t>(ptr));
     if (c10::memoryProfilingEnabled()) {
       const int64_t size = static_cast<int64_t>(runtime::Runtime::instance().allocator(Device).allocationSize(ptr));
       runtime::Runtime::instance().allocator(Device).free(ptr);
@@ -99,6 +103,8 @@ class NpuDeviceAllocator final : public c10::DeviceAllocator {
     const int device = owningDevice(ptr);
     if (device < 0) return;
     NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().allocator(device).recordStream(ptr.get(), stream.id()));
+    // Every record_stream (operator, guard, collectives) passes here: the sanitizer hears of it once.
+    trace(TraceKind::kRecordStream, reinterpret_cast<uintptr_t>(ptr.get()), static_cast<uintptr_t>(stream.id()));
   }
 
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override {
@@ -183,6 +189,7 @@ c10::DataPtr allocateDeviceMemory(int device, size_t bytes, c10::DeviceType labe
   if (ptr != nullptr && c10::memoryProfilingEnabled()) {
     reportToProfiler(device, ptr, static_cast<int64_t>(runtime::Runtime::instance().allocator(device).allocationSize(ptr)));
   }
+  if (ptr != nullptr) trace(TraceKind::kMemoryAllocation, reinterpret_cast<uintptr_t>(ptr));
   return c10::DataPtr(ptr, ptr, ptr ? kDeleters[static_cast<size_t>(device)] : nullptr,
                       c10::Device(label, static_cast<c10::DeviceIndex>(label == c10::DeviceType::CPU ? -1 : device)));
 }

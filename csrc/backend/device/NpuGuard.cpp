@@ -6,6 +6,7 @@
 #include "backend/device/NpuAllocator.h"
 #include "backend/device/NpuErrors.h"
 #include "backend/device/NpuStreams.h"
+#include "backend/device/NpuTrace.h"
 #include "runtime/Runtime.h"
 #include "runtime/Timeline.h"
 
@@ -56,6 +57,7 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   c10::Stream getStreamFromGlobalPool(c10::Device device, bool isHighPriority) const override {
     runtime::StreamId id = 0;
     NPUSIM_TRANSLATE_ERRORS(id = Runtime::instance().timeline(resolve(device.index())).streamFromPool(isHighPriority));
+    trace(TraceKind::kStreamCreation, static_cast<uintptr_t>(id));
     return makeStream(device.index(), id);
   }
 
@@ -79,6 +81,7 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   }
 
   void destroyEvent(void* event, const c10::DeviceIndex) const noexcept override {
+    if (event != nullptr) trace(TraceKind::kEventDeletion, reinterpret_cast<uintptr_t>(event));
     delete static_cast<runtime::Event*>(event);
   }
 
@@ -90,17 +93,20 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (simulated == nullptr) {
       simulated = new runtime::Event();
       *event = simulated;
+      trace(TraceKind::kEventCreation, reinterpret_cast<uintptr_t>(simulated));
     }
     // BACKEND_DEFAULT is the timing flavour (torch.Event(enable_timing=True)).
     const bool timing = flag == c10::EventFlag::BACKEND_DEFAULT;
     NPUSIM_TRANSLATE_ERRORS(
         Runtime::instance().timeline(stream.device_index()).recordEvent(*simulated, stream.id(), timing));
+    trace(TraceKind::kEventRecord, reinterpret_cast<uintptr_t>(simulated), static_cast<uintptr_t>(stream.id()));
   }
 
   void block(void* event, const c10::Stream& stream) const override {
     if (event == nullptr) return;
     NPUSIM_TRANSLATE_ERRORS(Runtime::instance().timeline(stream.device_index())
                                 .streamWaitEvent(stream.id(), *static_cast<runtime::Event*>(event)));
+    trace(TraceKind::kEventWait, reinterpret_cast<uintptr_t>(event), static_cast<uintptr_t>(stream.id()));
   }
 
   bool queryEvent(void* event) const override {
@@ -116,6 +122,7 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     const auto& simulated = *static_cast<runtime::Event*>(event);
     if (!simulated.recorded) return;
     NPUSIM_TRANSLATE_ERRORS(Runtime::instance().timeline(simulated.device).synchronizeEvent(simulated));
+    trace(TraceKind::kEventSynchronization, reinterpret_cast<uintptr_t>(event));
   }
 
   double elapsedTime(void* start, void* end, const c10::DeviceIndex) const override {
@@ -134,10 +141,12 @@ class NpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
   void synchronizeStream(const c10::Stream& stream) const override {
     NPUSIM_TRANSLATE_ERRORS(Runtime::instance().timeline(stream.device_index()).synchronizeStream(stream.id()));
+    trace(TraceKind::kStreamSynchronization, static_cast<uintptr_t>(stream.id()));
   }
 
   void synchronizeDevice(const c10::DeviceIndex deviceIndex) const override {
     NPUSIM_TRANSLATE_ERRORS(Runtime::instance().synchronizeDevice(deviceIndex));
+    trace(TraceKind::kDeviceSynchronization);
   }
 
   void recordDataPtrOnStream(const c10::DataPtr& dataPtr, const c10::Stream& stream) const override {

@@ -20,6 +20,7 @@
 
 #include "backend/device/NpuAllocator.h"
 #include "backend/device/NpuErrors.h"
+#include "backend/device/NpuTrace.h"
 #include "backend/executor/OperatorCall.h"
 #include "backend/executor/OperatorExecutor.h"
 #include "backend/numerics/Fp32Accumulation.h"
@@ -186,6 +187,8 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
     // fp16/bf16 products run as the fp32 kernel on fp32 copies (host scratch), rounded back into
     // device memory (Fp32Accumulation.h).
     Fp32Accumulation fp32(record.kind, *stack, first, argumentCount, record.writtenArguments);
+    // The sanitizer's kernel mode hears of each kernel around its launch.
+    traceKernel(TraceKind::kAclStartExecution, record.name.c_str());
     if (fp32.active()) {
       op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
       const ScopedOutputDevice outputs(call.device());
@@ -194,6 +197,7 @@ void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit
       const ScopedOutputDevice outputs(call.device());
       op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
     }
+    traceKernel(TraceKind::kAclFinishExecution, record.name.c_str());
   }
   const size_t firstReturn = stack->size() - schema.returns().size();
   c10::SmallVector<ReturnSlot, 4> slots;

@@ -37,6 +37,7 @@
 
 #include "backend/device/NpuAllocator.h"
 #include "backend/device/NpuErrors.h"
+#include "backend/device/NpuTrace.h"
 #include "backend/executor/OperatorCall.h"
 #include "backend/executor/OperatorExecutor.h"
 #include "backend/numerics/Fp32Accumulation.h"
@@ -266,7 +267,9 @@ struct UnboxedKernel<Op, Return(Args...)> {
   static Return call(Args... args) {
     // Looked up once: a record keeps its address for the process.
     static OperatorRecord& record = operatorRecord(handle());
-    if (!unboxedExecutorEnabled() || estimateOnly() || roundsMatmulOperandsForHf32(record.kind) ||
+    // The sanitizer's kernel mode hears of each kernel from the boxed executor.
+    if (!unboxedExecutorEnabled() || estimateOnly() || traceMode() == TraceMode::kKernel ||
+        roundsMatmulOperandsForHf32(record.kind) ||
         Fp32Accumulation::applies(record.kind, firstFloatingDtype(args...))) {
       return boxed(std::forward<Args>(args)...);
     }

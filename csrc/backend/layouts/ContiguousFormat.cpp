@@ -14,7 +14,7 @@ namespace {
 at::Tensor npuContiguous(const at::Tensor& self, c10::MemoryFormat memoryFormat) {
   if (self.is_contiguous(memoryFormat)) return self;
   TORCH_CHECK(memoryFormat == c10::MemoryFormat::Contiguous,
-              "NPU contiguous operator only supportted contiguous memory format.",
+              "NPU contiguous operator only supported contiguous memory format.",
               errorSuffix(ErrorModule::kOps, ErrorKind::kFeatureNotSupported));
   // clone dispatches from the top again: autograd records it.
   return self.clone(memoryFormat);

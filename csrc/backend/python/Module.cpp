@@ -11,11 +11,13 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "FormatBindings.h"
 #include "SurfaceBindings.h"
 #include "backend/device/HostRegistration.h"
 #include "backend/device/NpuErrors.h"
 #include "backend/device/NpuGenerator.h"
 #include "backend/device/NpuStreams.h"
+#include "backend/device/NpuTrace.h"
 #include "backend/executor/OperatorExecutor.h"
 #include "backend/executor/UnboxedExecutor.h"
 #include "backend/numerics/Hf32Mode.h"
@@ -320,9 +322,12 @@ PYBIND11_MODULE(_C, m) {
           return previous;
         }));
   m.def("_synchronize", torch::wrap_pybind_function([](int device) {
-          recordSyncPoint("torch.npu.synchronize()");
-          py::gil_scoped_release release;
-          NPUSIM_TRANSLATE_ERRORS(rt().synchronizeDevice(device));
+          recordSyncPoint("torch.npu.synchronize()", /*explicitDeviceWait=*/true);
+          {
+            py::gil_scoped_release release;
+            NPUSIM_TRANSLATE_ERRORS(rt().synchronizeDevice(device));
+          }
+          trace(TraceKind::kDeviceSynchronization);
         }));
   m.def("_get_device_properties", torch::wrap_pybind_function([](int device) {
           npusim::runtime::DeviceProperties p;
@@ -354,6 +359,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_stream_from_pool", torch::wrap_pybind_function([](int device, bool high) {
           int64_t id = 0;
           NPUSIM_TRANSLATE_ERRORS(id = rt().timeline(device).streamFromPool(high));
+          trace(TraceKind::kStreamCreation, static_cast<uintptr_t>(id));
           return id;
         }));
   m.def("_stream_priority", torch::wrap_pybind_function([](int device, int64_t stream) {
@@ -430,6 +436,17 @@ PYBIND11_MODULE(_C, m) {
   m.def("_host_empty_cache", torch::wrap_pybind_function([]() {
           NPUSIM_TRANSLATE_ERRORS(npusim::runtime::HostAllocator::instance().emptyCache());
         }));
+  m.def("_host_allocator_expandable_segments", torch::wrap_pybind_function([]() {
+          bool expandable = false;
+          NPUSIM_TRANSLATE_ERRORS(expandable = npusim::runtime::HostAllocator::instance().expandableSegments());
+          return expandable;
+        }));
+  m.def("_host_reset_peak_stats", torch::wrap_pybind_function([]() {
+          NPUSIM_TRANSLATE_ERRORS(npusim::runtime::HostAllocator::instance().resetPeakStats());
+        }));
+  m.def("_host_reset_accumulated_stats", torch::wrap_pybind_function([]() {
+          NPUSIM_TRANSLATE_ERRORS(npusim::runtime::HostAllocator::instance().resetAccumulatedStats());
+        }));
 
   m.def("_default_generator", torch::wrap_pybind_function([](int device) {
           checkDevice(device);
@@ -439,6 +456,7 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("_erase_stream", torch::wrap_pybind_function([](uintptr_t ptr, int device, int64_t stream) {
     NPUSIM_TRANSLATE_ERRORS(rt().allocator(device).eraseStream(reinterpret_cast<void*>(ptr), stream));
+    trace(TraceKind::kEraseStream, ptr, static_cast<uintptr_t>(stream));
   }));
   // torch_npu.empty_with_swapped_memory: an npu tensor over host memory (the
   // chip maps it into the device's address space); `host` keeps it alive.
@@ -469,6 +487,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_sync_debug_mode", [](int mode) { setSyncDebugMode(mode); });
   m.def("_get_sync_debug_mode", []() { return syncDebugMode(); });
   registerSurfaceBindings(m);
+  registerFormatBindings(m);
   m.def("_operator_counts", []() {
     py::dict d;
     for (const auto& [name, calls] : operatorCounts()) d[py::str(name)] = calls;

@@ -226,8 +226,8 @@ PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts
   return PlacementDecision{placement, rule != nullptr && rule->sync};
 }
 
-void recordSyncPoint(std::string_view what) {
-  warnOrErrorOnSync();
+void recordSyncPoint(std::string_view what, bool explicitDeviceWait) {
+  if (!explicitDeviceWait) warnOrErrorOnSync();
   // Labelled by what the user wrote where that is known; one count per
   // library call (a torch.save of many tensors is one sync point).
   const SyncDescription sync = describeCurrentSync();

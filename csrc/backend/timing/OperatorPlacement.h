@@ -51,8 +51,10 @@ bool npuWarningsDisabled();
 c10::ScalarType dtypeAfterCast(c10::ScalarType requested);
 
 // A synchronization point: the host waited for the device because of
-// `what` (an operator name or an API such as "Tensor.cpu()").
-void recordSyncPoint(std::string_view what);
+// `what` (an operator name or an API such as "Tensor.cpu()"). The sync debug
+// mode warns or refuses it, except for an explicit device-wide wait
+// (torch.npu.synchronize(), which torch_npu's mode does not judge, as CUDA's).
+void recordSyncPoint(std::string_view what, bool explicitDeviceWait = false);
 
 struct PlacementReport {
   struct OperatorCounts {

@@ -7,6 +7,7 @@ also as a program's first line (it imports torch, as the real package does).
 ``torch_npu.npu`` is the same module object as ``torch.npu``.
 """
 
+import os
 import sys
 
 _npusim_served = True  # npusim's own torch_npu (not a real one next to npusim)
@@ -26,7 +27,7 @@ from npusim.npu.formats import (  # noqa: E402,F401
     npu_format_cast_,
 )
 
-from npusim.npu.allocator_controls import empty_with_swapped_memory  # noqa: E402,F401
+from npusim.npu.allocator_controls import empty_with_swapped_memory, erase_stream  # noqa: E402,F401
 
 from . import _C, utils  # noqa: E402,F401
 from . import profiler  # noqa: E402,F401  (torch_npu.profiler; torch_npu.npu.mstx below)
@@ -46,9 +47,37 @@ __all__ = [
     "get_storage_size",
     "npu_change_data_ptr",
     "empty_with_swapped_memory",
+    "erase_stream",
     "__version__",
 ]
 
+
+# TORCH_NPU_SANITIZER (set to anything) turns torch_npu's NPU sanitizer on at import.
+if "TORCH_NPU_SANITIZER" in os.environ:
+    from npusim.npu import _sanitizer
+
+    _sanitizer.enable_npu_sanitizer()
+
+# Public names report torch_npu's module (PyTorch's public-API rule, which torch_npu tests).
+from ._public_names import expose as _expose  # noqa: E402
+
+for _name in ("Format", "npu_format_cast", "npu_format_cast_", "get_npu_format", "empty_with_format",
+              "get_storage_size", "npu_change_data_ptr", "empty_with_swapped_memory", "erase_stream"):
+    globals()[_name] = _expose(globals()[_name], __name__)
+del _name
+
+# torch_npu.npu.graphs, and its NPUGraph debugging operators (torch.ops.npu.print_npugraph_tensor,
+# save_npugraph_tensor), defined before the operators are exported below.
+from npusim.compile import graph_debug_ops as _graph_debug_ops  # noqa: E402
+
+_graph_debug_ops.register()
+from . import _npu_graphs  # noqa: E402
+
+sys.modules[__name__ + ".npu.graphs"] = _npu_graphs
+npu.graphs = _npu_graphs  # torch_npu.npu is npusim.npu: `import torch_npu.npu.graphs` reads the attribute
+from npusim.compile import graph_conditionals as _graph_conditionals  # noqa: E402
+
+sys.modules[__name__ + ".npu._npugraph_conditional_nodes"] = _graph_conditionals
 
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
 from . import _custom_ops  # noqa: E402

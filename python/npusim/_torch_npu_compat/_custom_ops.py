@@ -10,7 +10,6 @@ conventions where the generated torch_npu bindings differ from ``torch.ops``:
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import torch
@@ -28,24 +27,6 @@ def npu_operator_names() -> list[str]:
         if name.startswith("npu::")
     }
     return sorted(names)
-
-
-def _with_out_tuple(name: str):
-    """torch_npu's binding of an op whose ``.out`` overload writes ``var, m, v``: ``out=(var, m, v)``."""
-    packet = getattr(torch.ops.npu, name)
-
-    @functools.wraps(packet)
-    def call(*args: Any, out=None, **kwargs: Any):
-        if out is None:
-            return packet.default(*args, **kwargs)
-        if not isinstance(out, (tuple, list)) or len(out) != 3:
-            raise TypeError(f"{name}(): argument 'out' must be a tuple of 3 Tensors (var, m, v)")
-        var, m, v = out
-        return packet.out(*args, var=var, m=m, v=v, **kwargs)
-
-    call.__name__ = name
-    call.__qualname__ = name
-    return call
 
 
 _OUT_TUPLE_OPERATORS = ("npu_apply_adam_w", "npu_apply_adam", "npu_bert_apply_adam")
@@ -79,13 +60,14 @@ def export_npu_ops(namespace: dict[str, Any]) -> list[str]:
     """Sets every ``torch.ops.npu`` operator in ``namespace`` (the torch_npu module's globals),
     with its docstring, and the ``torch.<name>`` deprecation stubs; returns the names torch_npu
     makes public (its ``__all__`` entries)."""
+    from . import _out_tuple_ops
     from ._op_docs import OPERATOR_DOCS
 
     public = []
     for name in npu_operator_names():
         if name in namespace:
             continue
-        operator = _with_out_tuple(name) if name in _OUT_TUPLE_OPERATORS else getattr(torch.ops.npu, name)
+        operator = getattr(_out_tuple_ops, name) if name in _OUT_TUPLE_OPERATORS else getattr(torch.ops.npu, name)
         if name in OPERATOR_DOCS:
             operator.__doc__ = OPERATOR_DOCS[name]
         namespace[name] = operator

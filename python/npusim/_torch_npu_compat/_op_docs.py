@@ -282,4 +282,18 @@ dequantized by ``scale`` (per tensor or per output channel) and ``pertoken_scale
 ``x1``), optionally shifted by ``offset``; the result is int8, float16, bfloat16 or int32 by
 ``output_dtype``.
 """,
+    "print_npugraph_tensor": """print_npugraph_tensor(input, *, tensor_name=None) -> ()
+
+Prints ``input`` (``tensor_name=<tensor>, shape=..., dtype=...``) from the host when the stream
+reaches it: at once in eager mode, at every replay inside a captured NPUGraph (its contents at
+that point of the replay).
+""",
+    "save_npugraph_tensor": """save_npugraph_tensor(input, *, save_path=None, overwrite=False) -> ()
+
+Saves ``input`` (or, with the ``tensor_list`` overload, a list of tensors) with ``torch.save`` when
+the stream reaches it: at once in eager mode, at every replay inside a captured NPUGraph. The file
+is ``<stem>_device_<i>_<n>.pt`` (``n`` counts per name, fixed when the call is issued or
+captured), ``<stem>_device_<i>.pt`` with ``overwrite=True``; no ``save_path`` means
+``tensor_<timestamp>.pt``.
+""",
 }

@@ -136,6 +136,30 @@ def _graph_attribute(name: str):
     return getattr(graphs, name)
 
 
+# torch.npu's host functions of a stream (torch_npu's private names), from host_functions.
+_HOST_FUNCTION_NAMES = {
+    "_launch_host_func": "launch_host_func",
+    "_launch_host_func_pending": "launch_host_func_pending",
+    "_subscribe_report": "subscribe_report",
+    "_unsubscribe_report": "unsubscribe_report",
+}
+
+
+_SUPER_KERNEL_NAMES = ("super_kernel_scope_begin", "super_kernel_scope_end")
+
+
+def _super_kernel_attribute(name: str):
+    from npusim.compile import super_kernel
+
+    return getattr(super_kernel, name)
+
+
+def _host_function_attribute(name: str):
+    from npusim.compile import host_functions
+
+    return getattr(host_functions, _HOST_FUNCTION_NAMES[name])
+
+
 def install() -> None:
     """Serve the code generators and the graph API on ``torch.npu``, arrange the Dynamo
     registrations (now for what Dynamo has loaded, else when it loads), and serve ``torchair``
@@ -143,6 +167,8 @@ def install() -> None:
     _npu._serve_attributes(_INDUCTOR_CODEGEN_NAMES, inductor_codegen)
     _npu._serve_attributes(_GRAPH_NAMES, _graph_attribute, public=True)
     _npu._serve_attributes(("npugraph_ex",), _npugraph_ex_module)
+    _npu._serve_attributes(_HOST_FUNCTION_NAMES, _host_function_attribute)
+    _npu._serve_attributes(_SUPER_KERNEL_NAMES, _super_kernel_attribute, public=True)
     install_torchair()
     from npusim.compile import graph_steps
 

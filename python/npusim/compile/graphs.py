@@ -16,7 +16,8 @@ each kernel's device time with no per-kernel host dispatch.
 
 Capture restrictions (as CUDA graphs and torch_npu's aclgraph): the capture runs on a
 non-default stream; no synchronization, no host reads of device data (``.item()``, ``.cpu()``,
-data-dependent shapes), no host-device copies (CPU-fallback operators included), and no device
+data-dependent shapes), no host-device copies but ``copy_`` to or from pinned host memory
+(CPU-fallback operators included), and no device
 memory from outside the graph's pool (another device, ``caching_allocator_alloc``, ``empty_cache``) inside a capture. Each
 raises a torch_npu-style error and ends the capture.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import threading
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -33,8 +35,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from npusim import _C
-from npusim._error_code import ErrCode, SubModule, error_suffix
+from npusim._error_code import ErrCode, SubModule, error_suffix, pta_error
 from npusim.compile import _native, graph_pool, kernel_launch
+from npusim.compile.graph_rng import CaptureRng, is_random_operator
 
 __all__ = [
     "NPUGraph",
@@ -75,6 +78,16 @@ _ALLOCATIONS = {
 }
 
 
+def _pinned_copy(name: str, tensors: list) -> bool:
+    """A copy_ between device memory and pinned host memory: an asynchronous DMA task that a
+    capture records (torch_npu 2.13 captures pin_memory() and such copies; the pinned block stays
+    the graph's while the graph holds it, so replays read and write the same host memory)."""
+    if name != "aten::copy_" or len(tensors) != 2:
+        return False
+    host = [t for t in tensors if t.device.type == "cpu"]
+    return len(host) == 1 and host[0].is_pinned()
+
+
 def _capture_error(what: str) -> RuntimeError:
     return RuntimeError(
         f"{what} is not permitted when stream is capturing: the operation would make the host wait "
@@ -90,6 +103,16 @@ def _outside_pool_error(what: str) -> RuntimeError:
         "allocator), since replay reuses exactly the captured memory."
         + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
     )
+
+
+# Operators that record their own replay steps when captured (host functions): the capture
+# keeps no operator step for them.
+_RECORDS_ITSELF: set[str] = set()
+
+
+def records_itself(name: str) -> None:
+    """Marks operator ``name`` ("namespace::name") as recording its own replay steps."""
+    _RECORDS_ITSELF.add(name)
 
 
 def is_current_stream_capturing() -> bool:
@@ -264,6 +287,24 @@ class _Operation:
 
             self.replay = charged(run_twin)
             return "host twin"
+        if is_random_operator(func) and _has_host_kernel(func):
+            # Through the npu kernel, not the CPU one on host aliases (which would draw from the
+            # CPU generator): it draws from the npu generator's live state, as a random kernel of
+            # the chip's graph reads its generator's seed and offset at replay
+            # (npusim.compile.graph_rng); it charges its own device time. (Operators with npu
+            # kernels only replay through them anyway, below.)
+            npu_args, npu_kwargs = self.args, self.kwargs
+            if not returns or any(r.alias_info is not None and r.alias_info.is_write for r in returns):
+                self.replay = lambda: None if kernel_launch.npu_estimating() else func(*npu_args, **npu_kwargs)
+                return "random, npu kernel in place"
+            captured_random = _on_host(self.outputs)
+
+            def run_random() -> None:
+                if not kernel_launch.npu_estimating():
+                    _write_back(captured_random, _on_host(func(*npu_args, **npu_kwargs)))
+
+            self.replay = run_random
+            return "random, npu kernel"
         if not _has_host_kernel(func):
             # torch_npu's own operators (torch.ops.npu) have npu and Meta kernels only: replay
             # runs the npu kernel on the captured memory (it charges its own device time, with
@@ -311,6 +352,33 @@ class _KernelLaunch:
         return "compiled kernel"
 
 
+class _ConditionalBody:
+    """Operations captured under a predicate: replay runs them while it is nonzero."""
+
+    __slots__ = ("pred", "body", "replay")
+
+    def __init__(self, pred: torch.Tensor, body: list):
+        self.pred, self.body, self.replay = pred, body, None
+
+    @property
+    def name(self) -> str:
+        return f"if ({len(self.body)} operations)"
+
+    def plan(self, device: int) -> str:
+        for operation in self.body:
+            operation.plan(device)
+        steps = [operation.replay for operation in self.body if operation.replay is not None]
+        predicate = _host_alias(self.pred)
+
+        def run() -> None:
+            if bool(predicate.reshape(-1)[0]):
+                for step in steps:
+                    step()
+
+        self.replay = run
+        return "conditional"
+
+
 class _CaptureMode(TorchDispatchMode):
     """Records every operator of the capture; refuses host reads, host-device copies and
     memory from outside the graph's pool."""
@@ -330,8 +398,10 @@ class _CaptureMode(TorchDispatchMode):
             target = kwargs.get("device")
             if target is not None:
                 devices.add(torch.device(target).type)
-            if "cpu" in devices and "npu" in devices:
+            if "cpu" in devices and "npu" in devices and not _pinned_copy(name, tensors):
                 raise _capture_error(f"{name} between host and device")
+        if is_random_operator(func) and self.graph._rng is not None:
+            self.graph._rng.note_operator(func, args, kwargs, self.graph._device)
         before, flops_before = _native.timing_snapshot()
         outputs = func(*args, **kwargs)
         after, flops_after = _native.timing_snapshot()
@@ -350,6 +420,8 @@ class _CaptureMode(TorchDispatchMode):
                 raise _outside_pool_error(f"{name} allocating on {result.device} while capturing on npu:{capture_device}")
         if func.namespace == "profiler":
             return outputs  # record_function markers: host-side annotations, no kernel
+        if name in _RECORDS_ITSELF:
+            return outputs  # recorded its host function itself
         self.graph._operations.append(_Operation(func, args, kwargs, outputs, costs))
         return outputs
 
@@ -373,6 +445,9 @@ class NPUGraph:
         self._plans: list[str] = []
         self._steps: list[Callable[[], None]] = []
         self._pool_storages: list[tuple[int, int]] = []
+        self._rng: CaptureRng | None = None
+        # Open conditional bodies: (predicate, the enclosing operations) per level.
+        self._conditionals: list[tuple[torch.Tensor, list]] = []
 
     def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
         r"""Begin capturing the kernels issued on the current stream into this graph."""
@@ -386,6 +461,20 @@ class NPUGraph:
             raise RuntimeError(
                 "This NPUGraph instance already owns a captured graph. To capture a new graph, "
                 "create a new instance." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        from npusim import _C
+
+        if _C._host_allocator_expandable_segments():
+            # torch_npu's check (NPUGraph::capture_begin): the expandable pinned-memory allocator
+            # has no private pools, so captured pinned blocks could be recycled under the graph.
+            raise RuntimeError(
+                "ACLGraph capture is not supported when pin_memory_expandable_segments=True. "
+                "NPUExpandableHostAllocatorImpl overrides allocate/free/empty_cache/record_event "
+                "and does not integrate with the base CachingHostAllocator's private pool mechanism, "
+                "which would cause capture-time pinned blocks to be incorrectly recycled and lead to "
+                "data corruption on graph replay. "
+                "Please unset pin_memory_expandable_segments in PYTORCH_NPU_ALLOC_CONF to use ACLGraph "
+                "with pin_memory, or avoid pin_memory calls inside capture regions." + pta_error(ErrCode.NOT_SUPPORT)
             )
         stream = torch.npu.current_stream()
         if stream == torch.npu.default_stream():
@@ -414,6 +503,9 @@ class NPUGraph:
         self._mode = _CaptureMode(self)
         kernel_launch.set_capture_recorder(_record_launch)
         self._forbid_outside_calls()
+        self._rng = CaptureRng(lambda step: self._operations.append(step))
+        self._conditionals = []
+        self._rng.install()
         self._mode.__enter__()
 
     def capture_end(self) -> None:
@@ -439,6 +531,10 @@ class NPUGraph:
         try:
             mode.__exit__(None, None, None)
         finally:
+            if self._rng is not None:
+                rng, self._rng = self._rng, None
+                rng.uninstall()
+                rng.restore()
             self._allow_outside_calls()
             kernel_launch.set_capture_recorder(None)
             graph_pool.end_allocate_to_pool(self._device, self._pool)
@@ -532,6 +628,60 @@ class NPUGraph:
             )
         return self._pool
 
+    def super_kernel_optimize(self, optimize_options=None, debug_options=None) -> None:
+        r"""Fuse the captured kernels into a super kernel (CANN's aclskOptimize; not in npusim's
+        CANN, see :mod:`npusim.compile.super_kernel`)."""
+        from npusim.compile import super_kernel
+
+        super_kernel.optimize(self._captured, optimize_options, debug_options)
+
+    @staticmethod
+    def get_currently_capturing_graph() -> "NPUGraph":
+        r"""The graph the current stream is capturing into."""
+        if _active is None or not is_current_stream_capturing():
+            raise RuntimeError(
+                "The current stream is not capturing an NPUGraph." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        return _active
+
+    def begin_capture_to_if_node(self, scalar_npu_pred_tensor: torch.Tensor) -> None:
+        r"""Capture what follows into a conditional body that replay runs only while the one-element
+        npu tensor ``scalar_npu_pred_tensor`` is nonzero (read at that point of each replay)."""
+        if self._mode is None:
+            raise RuntimeError(
+                "begin_capture_to_if_node() outside a capture." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        pred = scalar_npu_pred_tensor
+        if not isinstance(pred, torch.Tensor) or pred.device.type != "npu" or pred.numel() != 1:
+            raise RuntimeError(
+                "begin_capture_to_if_node() needs a one-element npu tensor as its predicate."
+                + error_suffix(SubModule.GRAPH, ErrCode.PARAM)
+            )
+        self._conditionals.append((pred, self._operations))
+        self._operations = []
+
+    def end_capture_to_conditional_node(self) -> None:
+        r"""Close the conditional body opened by :meth:`begin_capture_to_if_node`."""
+        if not self._conditionals:
+            raise RuntimeError(
+                "end_capture_to_conditional_node() without begin_capture_to_if_node()."
+                + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        pred, enclosing = self._conditionals.pop()
+        body, self._operations = self._operations, enclosing
+        self._operations.append(_ConditionalBody(pred, body))
+
+    def register_generator_state(self, generator) -> None:
+        r"""Deprecated no-op (torch_npu 2.13): generators are registered when a random operator
+        first draws from them during the capture."""
+        warnings.warn(
+            "NPUGraph.register_generator_state() is deprecated, and will be removed in a future torch_npu "
+            "release. It is now a no-op and can be safely removed from your code. Generator states are "
+            "automatically registered when RNG ops first execute during graph capture.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
     def enable_debug_mode(self) -> None:
         r"""Keep the captured operators for :meth:`debug_dump` (always kept in npusim)."""
 
@@ -577,8 +727,18 @@ class NPUGraph:
             index = bisect.bisect_right(starts, address) - 1
             return index >= 0 and address < segments[index][1]
 
+        # Operators and compiled kernels, also those under a conditional; other steps (random
+        # state, host functions) keep what they hold.
+        kernels = []
+        pending = list(self._operations)
+        while pending:
+            operation = pending.pop()
+            if isinstance(operation, _ConditionalBody):
+                pending.extend(operation.body)
+            elif isinstance(operation, (_Operation, _KernelLaunch)):
+                kernels.append(operation)
         held = []
-        for operation in self._operations:
+        for operation in kernels:
             parts = (operation.arguments,) if isinstance(operation, _KernelLaunch) else (
                 operation.args, operation.kwargs, operation.outputs)
             held.extend(t for t in tree_flatten(parts)[0] if in_pool(t))
@@ -590,7 +750,7 @@ class NPUGraph:
         def unowned(value: Any) -> Any:
             return aliases.get(id(value), value) if isinstance(value, torch.Tensor) else value
 
-        for operation in self._operations:
+        for operation in kernels:
             if isinstance(operation, _KernelLaunch):
                 operation.arguments = tuple(unowned(a) for a in operation.arguments)
             else:

@@ -61,6 +61,7 @@ from npusim.npu.npurt import npurt  # noqa: E402,F401
 from npusim.npu.options import *  # noqa: E402,F401,F403
 from npusim.npu.tensor_types import *  # noqa: E402,F401,F403
 from npusim.npu.versions import get_soc_version  # noqa: E402,F401
+from npusim.npu.utils import current_blas_handle  # noqa: E402,F401
 
 __all__ = [
     *_devices.__all__,
@@ -81,6 +82,7 @@ __all__ = [
     "empty_with_swapped_memory",
     "npurt",
     "get_soc_version",
+    "current_blas_handle",
 ]
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from npusim import _C
 from npusim._error_code import ErrCode, pta_error
 
 __all__ = [
@@ -107,12 +108,99 @@ def _as_format(acl_format: Any) -> Format:
         raise RuntimeError(f"Unsupported format: {acl_format}" + pta_error(ErrCode.PARAM)) from None
 
 
-def _record(tensor: torch.Tensor, fmt: Format) -> None:
+def _record(tensor: torch.Tensor, fmt: Format, shape: tuple[int, ...] | None = None) -> None:
     storage = tensor.untyped_storage()
     key = storage._cdata
     if key not in _RECORDED:
         weakref.finalize(storage, _RECORDED.pop, key, None)
-    _RECORDED[key] = (fmt, tuple(tensor.shape))
+    _RECORDED[key] = (fmt, tuple(tensor.shape) if shape is None else tuple(shape))
+
+
+def _copy_record(source: torch.Tensor, target: torch.Tensor) -> None:
+    """``target``'s storage takes the format record of ``source``'s (a copy of the storage)."""
+    recorded = storage_format(source)
+    if recorded is not None:
+        _record(target, recorded[0], recorded[1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The format in torch.save / torch.load and deepcopy
+
+# torch_npu's names of the formats in a checkpoint (FormatHelper::GetFormatName, FORMAT_INFO).
+def _format_name(fmt: Format) -> str:
+    return fmt.name
+
+
+def _serialization_entries(tensor: torch.Tensor) -> list[str]:
+    """The keys torch_npu writes into an npu tensor's metadata (all set to True): the base sizes,
+    base strides and storage sizes of its storage, its origin (base) format and NPU format, as
+    ``name/value/.../``. torch.load restores the format from them."""
+    from torch._subclasses.fake_tensor import is_fake
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    if is_fake(tensor) or isinstance(tensor, FunctionalTensor):
+        return []  # traced (Inductor's graph repro reads metadata): no storage, no format
+    storage = tensor.untyped_storage()
+    if storage.data_ptr() == 0:
+        return []
+    fmt = get_npu_format(tensor)
+    recorded = storage_format(tensor)
+    base = tuple(recorded[1]) if recorded is not None else tuple(tensor.shape)
+    strides, step = [], 1
+    for size in reversed(base):
+        strides.insert(0, step)
+        step *= size
+
+    def vector(name: str, values) -> str:
+        return name + "".join(f"/{int(v)}" for v in values) + "/"
+
+    origin = _BASE_OF.get(fmt, fmt)
+    return [
+        vector("base_sizes_", base),
+        vector("base_strides_", strides),
+        vector("storage_sizes_", base),
+        f"origin_format_/{_format_name(origin)}",
+        f"npu_format_/{_format_name(fmt)}",
+    ]
+
+
+def _restore_serialized_format(tensor: torch.Tensor, keys: list[str]) -> None:
+    """torch.load: the loaded npu tensor takes the NPU format its metadata names."""
+    for key in keys:
+        if key.startswith("npu_format_/"):
+            name = key[len("npu_format_/"):]
+            if name in Format.__members__ and tensor.device.type == "npu":
+                requires_grad = tensor.requires_grad
+                if tensor.is_leaf and requires_grad:
+                    tensor.requires_grad_(False)  # the cast is an operator on a leaf
+                try:
+                    npu_format_cast_(tensor, Format[name])
+                finally:
+                    if tensor.is_leaf and requires_grad:
+                        tensor.requires_grad_(True)
+            return
+
+
+def _install_storage_deepcopy() -> None:
+    """``copy.deepcopy`` of an npu tensor keeps its storage format (torch_npu patches
+    TypedStorage._deepcopy so)."""
+    original = torch.storage.TypedStorage._deepcopy
+    if getattr(original, "_npusim_keeps_format", False):
+        return
+
+    def _deepcopy(self, memo):
+        copied = original(self, memo)
+        if self.device.type == "npu":
+            key = self._untyped_storage._cdata
+            if key in _RECORDED:
+                storage = copied._untyped_storage
+                if storage._cdata not in _RECORDED:
+                    weakref.finalize(storage, _RECORDED.pop, storage._cdata, None)
+                _RECORDED[storage._cdata] = _RECORDED[key]
+        return copied
+
+    _deepcopy._npusim_keeps_format = True
+    torch.storage.TypedStorage._deepcopy = _deepcopy
 
 
 def storage_format(tensor: torch.Tensor) -> tuple[Format, tuple[int, ...]] | None:
@@ -162,17 +250,9 @@ def _storage_elements(shape: tuple[int, ...], fmt: Format, dtype: torch.dtype) -
     return batch * (-(-dims[-2] // 16) * 16) * (-(-dims[-1] // c0) * c0)
 
 
-# Tensors moved into another tensor's memory by npu_change_data_ptr keep the storage size they
-# had (torch_npu changes the data pointer of their storage, not its size); by id, while they live.
-_PART_SIZES: dict[int, int] = {}
-
-
 def get_storage_size(tensor: torch.Tensor) -> int:
     r"""Elements of the tensor's NPU storage (for a private format, with its padding)."""
     _check_npu(tensor, "get_storage_size")
-    part = _PART_SIZES.get(id(tensor))
-    if part is not None:
-        return part
     recorded = storage_format(tensor)
     if recorded is None:
         return tensor.untyped_storage().nbytes() // tensor.element_size()
@@ -201,8 +281,7 @@ class _FormatCast(torch.autograd.Function):
     @staticmethod
     def forward(ctx, tensor, fmt):
         result = tensor.clone()
-        if fmt not in _BASE_FORMATS:
-            _record(result, fmt)
+        _record(result, fmt)
         return result
 
     @staticmethod
@@ -221,13 +300,24 @@ def npu_format_cast(
     fmt = _as_format(acl_format)
     if customize_dtype is not None:
         raise RuntimeError("customize_dtype is not supported by the current soc version." + pta_error(ErrCode.NOT_SUPPORT))
+    if fmt == Format.FRACTAL_NZ and get_npu_format(tensor) == Format.ND and _base_rank(tensor) < 2:
+        # A scalar or a 1-D storage has no NZ form: torch_npu keeps it ND (CANN 9.1's cast on
+        # 910B/910C, as the aclop path did).
+        fmt = Format.ND
     if get_npu_format(tensor) == fmt:
         return tensor
     _check_castable(tensor, fmt)
-    if fmt in _BASE_FORMATS and storage_format(tensor) is None:
-        # Base to base only relabels the storage descriptor: no data movement.
+    if fmt in _BASE_FORMATS and get_npu_format(tensor) in _BASE_FORMATS:
+        # Base to base only relabels the storage descriptor, in place (no data movement).
+        _record(tensor, fmt)
         return tensor
     return _FormatCast.apply(tensor, fmt)
+
+
+def _base_rank(tensor: torch.Tensor) -> int:
+    """The rank of the shape the tensor's storage was made for (torch_npu's base_sizes_)."""
+    recorded = storage_format(tensor)
+    return len(recorded[1]) if recorded is not None else tensor.dim()
 
 
 def npu_format_cast_(tensor: torch.Tensor, src: Any, **kwargs: Any) -> torch.Tensor:
@@ -239,8 +329,12 @@ def npu_format_cast_(tensor: torch.Tensor, src: Any, **kwargs: Any) -> torch.Ten
     if get_npu_format(tensor) == fmt:
         return tensor
     _check_castable(tensor, fmt)
+    if fmt in _BASE_FORMATS and get_npu_format(tensor) in _BASE_FORMATS:
+        _record(tensor, fmt)  # relabels the storage descriptor
+        return tensor
     if fmt in _BASE_FORMATS:
-        _RECORDED.pop(tensor.untyped_storage()._cdata, None)
+        # From a private format back to a base one: the data is already in base layout here.
+        _record(tensor, fmt)
         return tensor
     if tensor.untyped_storage().nbytes() != tensor.numel() * tensor.element_size() or not tensor.is_contiguous():
         # A private format describes a whole storage: the tensor gets its own.
@@ -274,21 +368,41 @@ def empty_with_format(
     return result
 
 
+_COMBINABLE_DTYPES = (torch.float16, torch.float32, torch.bfloat16)
+
+
 def npu_change_data_ptr(dst: torch.Tensor, src: torch.Tensor, index: int) -> int:
-    r"""Make ``dst`` use ``src``'s device memory from element ``index`` on (``npu_combine_tensors``)."""
+    r"""Make ``dst``'s storage use ``src``'s device memory from element ``index`` on
+    (``npu_combine_tensors``). ``dst`` keeps its storage size and shape; its former memory is
+    freed. As in torch_npu, ``index`` counts elements and the bounds check compares
+    ``index + bytes of dst's storage`` with the bytes of ``src``'s storage."""
     _check_npu(dst, "npu_change_data_ptr")
     _check_npu(src, "npu_change_data_ptr")
-    if dst.dtype != src.dtype:
-        raise RuntimeError("dst and src must have the same dtype" + pta_error(ErrCode.TYPE))
-    if index < 0 or index + dst.numel() > get_storage_size(src):
+    if index < 0:
+        raise RuntimeError(f"Expect offset(index) equal or greater than zero, got: {index}" + pta_error(ErrCode.VALUE))
+    if src.dtype != dst.dtype:
         raise RuntimeError(
-            f"index ({index}) + dst numel ({dst.numel()}) exceeds the storage of src ({get_storage_size(src)})"
-            + pta_error(ErrCode.VALUE)
+            f"Expect src and dst tensors having the same dtype, got: src with dtype {_scalar_type_name(src.dtype)}, "
+            f"dst with dtype {_scalar_type_name(dst.dtype)}" + pta_error(ErrCode.TYPE)
         )
-    size = get_storage_size(dst)
-    with torch.no_grad():
-        dst.set_(src.untyped_storage(), src.storage_offset() + index, dst.size(), dst.stride())
-    if id(dst) not in _PART_SIZES:
-        weakref.finalize(dst, _PART_SIZES.pop, id(dst), None)
-    _PART_SIZES[id(dst)] = size
+    if src.dtype not in _COMBINABLE_DTYPES:
+        raise RuntimeError(
+            "Only supports src and dst tensors with dtype float32, float16 or bfloat16, got: "
+            f"{_scalar_type_name(src.dtype)}" + pta_error(ErrCode.TYPE)
+        )
+    dst_size = get_storage_size(dst)
+    src_size = get_storage_size(src)
+    if index + dst_size * dst.element_size() > src_size * src.element_size():
+        raise RuntimeError(
+            f"Offsets overflow, got: offset(index) {index}, dst storage size {dst_size}, src storage size {src_size}"
+            + pta_error(ErrCode.PARAM)
+        )
+    _C._redirect_storage(dst, src, index * src.element_size())
     return 0
+
+
+def _scalar_type_name(dtype: torch.dtype) -> str:
+    """c10's ScalarType name of ``dtype`` (Float, Half, BFloat16), as torch_npu prints it."""
+    return {torch.float32: "Float", torch.float16: "Half", torch.bfloat16: "BFloat16", torch.float64: "Double",
+            torch.int32: "Int", torch.int64: "Long", torch.int8: "Char", torch.uint8: "Byte", torch.int16: "Short",
+            torch.bool: "Bool"}.get(dtype, str(dtype).removeprefix("torch."))

@@ -44,8 +44,17 @@ __all__ = [
     "mem_get_info",
     "host_empty_cache",
     "host_memory_stats",
+    "reset_peak_host_memory_stats",
+    "reset_accumulated_host_memory_stats",
     "host_memory_stats_as_nested_dict",
+    "get_allocator_backend",
 ]
+
+
+def get_allocator_backend() -> str:
+    r"""The allocator backend chosen by ``PYTORCH_NPU_ALLOC_CONF``: ``native``, the caching
+    allocator (the only one torch_npu has)."""
+    return "native"
 
 # The order of the per-pool lists that _C._memory_stats returns.
 _POOLS = ("all", "small_pool", "large_pool")
@@ -360,6 +369,17 @@ def mem_get_info(device: Any = None) -> tuple[int, int]:
 def host_empty_cache() -> None:
     r"""Release the cached, unused pinned host memory."""
     _C._host_empty_cache()
+
+
+def reset_peak_host_memory_stats() -> None:
+    r"""Reset the peaks of the pinned host memory allocator's statistics to their current values."""
+    _C._host_reset_peak_stats()
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    r"""Reset the pinned host memory allocator's accumulated statistics (allocated / freed counts,
+    ``num_host_alloc``, ``num_host_free``)."""
+    _C._host_reset_accumulated_stats()
 
 
 def host_memory_stats_as_nested_dict() -> dict[str, Any]:

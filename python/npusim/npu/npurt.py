@@ -26,8 +26,11 @@ __all__ = ["npurt"]
 ACL_SUCCESS = 0
 ACL_ERROR_INVALID_PARAM = 100000
 ACL_ERROR_RT_PARAM_INVALID = 107000
-# aclrtHostRegisterV2 flags: default, device-mapped, read-only ... (bit mask)
-_KNOWN_FLAGS = 0x7
+# aclrtHostRegisterV2 flags (bit mask): ACL_HOST_REG_MAPPED 0x2 and ACL_HOST_REG_PINNED 0x10000000
+# (acl_rt.h), with the low bits of the default and read-only registrations.
+ACL_HOST_REG_MAPPED = 0x2
+ACL_HOST_REG_PINNED = 0x10000000
+_KNOWN_FLAGS = 0x7 | ACL_HOST_REG_PINNED
 
 
 def _host_register(address: int, num_bytes: int, flags: int = 0) -> int:

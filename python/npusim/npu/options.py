@@ -60,6 +60,8 @@ __all__ = [
     "set_op_timeout_ms",
     "set_sync_debug_mode",
     "get_sync_debug_mode",
+    "use_compatible_impl",
+    "are_compatible_impl_enabled",
 ]
 
 # Values that torch_npu validates before handing an option to ACL (npu_config.py).
@@ -91,6 +93,8 @@ _OPTIONS: dict[str, str | None] = {
     "deliverswitch": None,
     "fuzzycompileswitch": None,
     "NPU_FUZZY_COMPILE_BLACKLIST": None,
+    "TORCH_NPU_USE_COMPATIBLE_IMPL": None,  # use_compatible_impl: aten-compatible kernels
+    "FORCE_ACLNN_OP_LIST": None,  # operators forced onto aclnn (npusim runs every one there)
     **{name: None for name in _VALIDATED},
 }
 
@@ -468,6 +472,18 @@ def set_sync_debug_mode(debug_mode: int | str) -> None:
     if not 0 <= debug_mode <= 2:
         raise RuntimeError("invalid value of debug_mode, expected one of 0,1,2" + pta_error(ErrCode.VALUE))
     _C._set_sync_debug_mode(debug_mode)
+
+
+def use_compatible_impl(is_enable: bool) -> None:
+    r"""Ask torch_npu's operators for their implementations that match PyTorch's (the option
+    ``TORCH_NPU_USE_COMPATIBLE_IMPL``). npusim's operators are PyTorch's kernels already; the
+    switch is recorded."""
+    _set_options({"TORCH_NPU_USE_COMPATIBLE_IMPL": "1" if is_enable else "0"})
+
+
+def are_compatible_impl_enabled() -> bool:
+    r"""Whether :func:`use_compatible_impl` is on."""
+    return _OPTIONS.get("TORCH_NPU_USE_COMPATIBLE_IMPL") == "1"
 
 
 def get_sync_debug_mode() -> int:

@@ -15,6 +15,7 @@ is that id (torch_npu gives the raw ``aclrtStream`` pointer there; npusim has no
 from __future__ import annotations
 
 import functools
+import multiprocessing.reduction
 import os
 from typing import Any
 
@@ -278,10 +279,13 @@ class Event(torch.Event):
             (default: ``False``)
     """
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
+                *, _device_index: int | None = None):
+        # An event opened from a handle belongs to the handle's device from the start.
+        device = torch.device("npu") if _device_index is None else torch.device("npu", _device_index)
         self = super().__new__(
             cls,
-            device=torch.device("npu"),
+            device=device,
             enable_timing=enable_timing,
             blocking=blocking,
             interprocess=interprocess,
@@ -291,15 +295,25 @@ class Event(torch.Event):
         # therefore keeps a plain twin, recorded together with it at the same point of the same
         # stream, that stands in for it as the argument of elapsed_time.
         self._twin = torch.Event(
-            device=torch.device("npu"), enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+            device=device, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
         )
         self._interprocess = interprocess
+        self._device_index = _device_index
         self._shared = None  # the SharedEventState once exported or imported
         self._imported = False
         return self
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
+
+    @property
+    def device(self) -> torch.device:
+        """The event's device: the one it was recorded on, or for an event opened from an IPC
+        handle, the handle's device before any record."""
+        device = super().device
+        if device.index is None and self._device_index is not None:
+            return torch.device("npu", self._device_index)
+        return device
 
     @property
     def npu_event(self) -> int:
@@ -332,7 +346,7 @@ class Event(torch.Event):
                 + pta_error(ErrCode.VALUE)
             )
         _lazy_init()
-        event = cls(enable_timing=False, interprocess=True)
+        event = cls(enable_timing=False, interprocess=True, _device_index=index)
         event._attach(SharedEventState.open(handle))
         event._imported = True
         return event
@@ -375,6 +389,11 @@ class Event(torch.Event):
         twin = getattr(end_event, "_twin", None)
         return super().elapsed_time(twin if isinstance(end_event, Event) and twin is not None else end_event)
 
+    def recorded_time(self) -> int:
+        r"""Wait for the event, then return when its work completed on the (simulated) device, in
+        microseconds since the device started."""
+        return int(_C._event_recorded_time_us(self.event_id))
+
     def synchronize(self) -> None:
         r"""Wait until all work captured by the event has completed."""
         if self._imported:
@@ -388,6 +407,21 @@ class Event(torch.Event):
         if self.event_id:
             return f"<torch_npu.npu.Event {self.event_id:#x}>"
         return "<torch_npu.npu.Event uninitialized>"
+
+
+def _rebuild_event(device: Any, handle: bytes) -> "Event":
+    """Unpickles an interprocess event in another process (torch_npu's rebuild_npu_event)."""
+    return Event.from_ipc_handle(device, handle)
+
+
+def _reduce_event(event: "Event"):
+    """Pickles an interprocess event by its IPC handle (multiprocessing queues and pipes); an
+    event created without ``interprocess=True`` refuses, as ``ipc_handle()`` does."""
+    return (_rebuild_event, (event.device, event.ipc_handle()))
+
+
+# As torch_npu's reductions: events go through multiprocessing by handle.
+multiprocessing.reduction.register(Event, _reduce_event)
 
 
 def set_stream(stream: torch.Stream | None) -> None:

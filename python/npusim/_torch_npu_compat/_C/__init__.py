@@ -174,6 +174,24 @@ def _npu_is_bf16_supported() -> bool:
     return bool(torch.npu.is_bf16_supported())
 
 
+# torch_npu._C's child modules of the runtime API and the mstx markers (npusim's Python
+# bindings; torch.npu.npurt() returns the first).
+from npusim.npu.mstx import native as _mstx  # noqa: E402
+from npusim.npu.npurt import _MODULE as _npurt  # noqa: E402
+
+def _weak_ref_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """An npu tensor over ``tensor``'s memory, with its geometry and storage format, that does not
+    keep the memory alive."""
+    from npusim.npu.formats import _copy_record
+
+    weak = _npusim_C._weak_ref_tensor(tensor)
+    _copy_record(tensor, weak)
+    return weak
+
+
+# The sanitizer's trace switch: 0 streams, events and memory; 1 kernels.
+_activate_npu_trace = _npusim_C._activate_npu_trace
+
 # The allocation of Inductor's generated wrappers, without the argument parser and the
 # dispatcher: (sizes, strides, dtype) -> an uninitialised npu tensor on the current device.
 _empty_strided_npu = _npusim_C._empty_strided_npu

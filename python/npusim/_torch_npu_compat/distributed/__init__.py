@@ -1,6 +1,10 @@
 """``torch_npu.distributed``: the hccl backend's public names, as torch_npu exports them."""
 
-from npusim.distributed import is_hccl_available  # noqa: F401
+from npusim.distributed import is_hccl_available as _is_hccl_available
+
+from .._public_names import expose as _expose
+
+is_hccl_available = _expose(_is_hccl_available, __name__)
 
 __all__ = ["is_hccl_available", "ProcessGroupHCCL"]
 

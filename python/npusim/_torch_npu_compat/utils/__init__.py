@@ -1,15 +1,27 @@
 """``torch_npu.utils``: the helpers torch_npu exports there (tensor combination for fused
-optimisers, storage sizes, the CANN version, the environment report)."""
+optimisers, storage sizes, the CANN version, asynchronous checkpoint saving, the environment
+report)."""
 
 from __future__ import annotations
 
 import torch
 
 from npusim._error_code import ErrCode, pta_error
-from npusim.npu.formats import get_storage_size, npu_change_data_ptr
+from npusim.npu.formats import get_storage_size as _get_storage_size
+from npusim.npu.formats import npu_change_data_ptr
 from npusim.npu.versions import get_cann_version
 
-from . import collect_env  # noqa: F401
+import sys
+
+import npusim.npu._npu_trace as _npu_trace
+
+from . import collect_env, utils  # noqa: F401
+from ._async_save import save_async
+from .._public_names import expose as _expose
+
+# torch_npu.utils._npu_trace is the registry the backend's trace reports to: one module object,
+# so that a callback registered (or a function patched) under either name is the one used.
+sys.modules[__name__ + "._npu_trace"] = _npu_trace
 
 __all__ = [
     "npu_combine_tensors",
@@ -17,6 +29,7 @@ __all__ = [
     "is_combined_tensor_valid",
     "get_storage_size",
     "get_cann_version",
+    "save_async",
 ]
 
 
@@ -72,3 +85,8 @@ def is_combined_tensor_valid(combined_tensor, list_of_tensor):
     start = combined_tensor.data_ptr()
     end = start + get_storage_size(combined_tensor) * combined_tensor.element_size()
     return all(tensor is not None and start <= tensor.data_ptr() < end for tensor in list_of_tensor)
+
+
+# Public names report this module (PyTorch's public-API rule, which torch_npu tests).
+get_storage_size = _expose(_get_storage_size, __name__)
+save_async = _expose(save_async, __name__)
