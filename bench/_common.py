@@ -81,9 +81,11 @@ def geometric_mean(values) -> float:
 def target_line(name: str, value: float, limit: float, unit: str = "x") -> str:
     """``TARGET <name>: 1.62x (target <= 2.0x) MET`` (or MISSED)."""
     verdict = "MET" if value <= limit else "MISSED"
+    # One decimal unless the limit needs more (1.05x, 0.06 s).
+    shown = f"{limit:.1f}" if abs(limit * 10 - round(limit * 10)) < 1e-9 else f"{limit:.2f}"
     if unit == "x":
-        return f"TARGET {name}: {value:.2f}x (target <= {limit:.1f}x) {verdict}"
-    return f"TARGET {name}: {value:.3f} {unit} (target <= {limit:.1f} {unit}) {verdict}"
+        return f"TARGET {name}: {value:.2f}x (target <= {shown}x) {verdict}"
+    return f"TARGET {name}: {value:.3f} {unit} (target <= {shown} {unit}) {verdict}"
 
 
 def print_table(header: list[str], rows: list[list[str]]) -> None:

@@ -19,7 +19,7 @@ process are shown too. Each round runs one process of each variant back to back,
 result is the median of the per-round differences (which cancels slow drift of the load on
 the machine); the CPU-time difference is a cross-check less sensitive to other processes.
 
-    TARGET import time added: 0.085 s (target <= 0.2 s) MET
+    TARGET import time added: 0.045 s (target <= 0.06 s) MET
 
 Usage: python bench/bench_import_time.py [--quick] [--runs N] [--mode auto|autoload|explicit]
 """
@@ -37,7 +37,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common  # noqa: E402
 
-TARGET_SECONDS = 0.2
+# What npusim may add to ``import torch`` (issue 26: 60 ms).
+TARGET_SECONDS = 0.06
 
 CHILD = r"""
 import json, sys, time

@@ -19,6 +19,8 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = (
     "bench_op_overhead.py",
     "bench_training_step.py",
+    "bench_recurrent.py",
+    "bench_amp_training.py",
     "bench_peak_memory.py",
     "bench_import_time.py",
     "bench_migrate.py",

@@ -11,6 +11,7 @@ import npusim  # noqa: F401  (registers the npu device when autoload is off)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "examples"))
 
 import gpt_transformer  # noqa: E402
+import lstm_language_model  # noqa: E402
 import resnet_cnn  # noqa: E402
 
 
@@ -25,7 +26,8 @@ def exact_convolutions():
         torch.npu.conv.allow_hf32 = True
 
 
-@pytest.mark.parametrize("example", [resnet_cnn, gpt_transformer], ids=["resnet_cnn", "gpt_transformer"])
+@pytest.mark.parametrize("example", [resnet_cnn, gpt_transformer, lstm_language_model],
+                         ids=["resnet_cnn", "gpt_transformer", "lstm_language_model"])
 def test_losses_equal_cpu(example, exact_convolutions):
     cpu = example.train("cpu", steps=3)
     npu = example.train("npu", steps=3)

@@ -1,4 +1,4 @@
-"""The run summary itemises everything it prices: casts and fused RNN cells in the operator table and
+"""The run summary itemises everything it prices: casts, fused RNN layers and cells in the operator table and
 placement counts, syncs labelled by what the user wrote, per-step figures that say what they are."""
 
 import math
@@ -29,25 +29,49 @@ def fresh_reports():
     yield
 
 
-def test_lstm_cells_are_one_fused_kernel_each_and_every_launch_is_itemised(fresh_reports):
-    lstm = torch.nn.LSTM(32, 64).npu()
+def test_lstm_layers_are_one_fused_kernel_per_layer_and_every_launch_is_itemised(fresh_reports):
+    # torch_npu runs nn.LSTM as one npu_lstm kernel per layer (and direction) for the whole
+    # sequence, and one npu_lstm_backward kernel each.
+    lstm = torch.nn.LSTM(32, 64, num_layers=2).npu()
     x = torch.randn(5, 3, 32, device="npu")
     npusim.reset_performance_report()
     npusim.reset_placement_report()
     out, _ = lstm(x)
     out.sum().backward()
     _, counts = _counts()
+    assert counts["npu::npu_lstm"] == 2
+    assert counts["npu::npu_lstm_backward"] == 2
+    assert "aten::_thnn_fused_lstm_cell" not in counts and "aten::mm" not in counts
+    assert npusim.performance_report()["launches"] == sum(counts.values())
+
+
+def test_lstm_cells_are_one_fused_kernel_each_and_every_launch_is_itemised(fresh_reports):
+    cell = torch.nn.LSTMCell(32, 64).npu()
+    x = torch.randn(5, 3, 32, device="npu")
+    npusim.reset_performance_report()
+    npusim.reset_placement_report()
+    h = c = torch.zeros(3, 64, device="npu")
+    for step in range(5):
+        h, c = cell(x[step], (h, c))
+    h.sum().backward()
+    _, counts = _counts()
     assert counts["aten::_thnn_fused_lstm_cell"] == 5  # one kernel per time step
     assert counts["aten::_thnn_fused_lstm_cell_backward_impl"] == 5
     assert npusim.performance_report()["launches"] == sum(counts.values())
 
 
-def test_gru_cells_are_itemised(fresh_reports):
+def test_gru_layers_and_cells_are_itemised(fresh_reports):
     gru = torch.nn.GRU(16, 16).npu()
+    cell = torch.nn.GRUCell(16, 16).npu()
     npusim.reset_performance_report()
     npusim.reset_placement_report()
     gru(torch.randn(4, 2, 16, device="npu"))[0].sum().backward()
+    h = torch.zeros(2, 16, device="npu")
+    for step in range(4):
+        h = cell(torch.randn(2, 16, device="npu"), h)
+    h.sum().backward()
     _, counts = _counts()
+    assert counts["npu::npu_gru"] == 1 and counts["npu::npu_gru_backward"] == 1
     assert counts["aten::_thnn_fused_gru_cell"] == 4
     assert counts["aten::_thnn_fused_gru_cell_backward"] == 4
     assert npusim.performance_report()["launches"] == sum(counts.values())

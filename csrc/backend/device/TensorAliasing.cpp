@@ -1,7 +1,9 @@
 #include "backend/device/TensorAliasing.h"
 
 #include <cstring>
+#include <typeinfo>
 
+#include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 
 #include "backend/device/NpuAllocator.h"
@@ -67,6 +69,80 @@ at::Tensor npuViewOf(const c10::Storage& storage, const at::Tensor& like) {
 
 at::Tensor adoptAsNpuTensor(const at::Tensor& cpu, int device) {
   return npuViewOf(adoptAsNpuStorage(cpu.storage(), device), cpu);
+}
+
+namespace {
+
+// Direct-mapped: a lookup is one multiply and one compare. A collision just
+// builds an alias as before.
+template <size_t Bits>
+size_t slotOf(const void* key) noexcept {
+  return static_cast<size_t>((reinterpret_cast<uintptr_t>(key) * 0x9E3779B97F4A7C15ull) >> (64 - Bits));
+}
+
+bool sameGeometry(const c10::TensorImpl& alias, const c10::TensorImpl& npu) noexcept {
+  return alias.dtype() == npu.dtype() && alias.storage_offset() == npu.storage_offset() &&
+         alias.sizes().equals(npu.sizes()) && alias.strides().equals(npu.strides()) &&
+         alias.is_conj() == npu.is_conj() && alias.is_neg() == npu.is_neg();
+}
+
+}  // namespace
+
+ReusableAliases& ReusableAliases::ofThisThread() {
+  thread_local ReusableAliases aliases;
+  return aliases;
+}
+
+c10::Storage ReusableAliases::storageAlias(const c10::Storage& npu) {
+  const c10::StorageImpl* impl = npu.unsafeGetStorageImpl();
+  StorageSlot& slot = storages_[slotOf<kSlotBits>(impl)];
+  if (slot.npu == impl) {
+    const c10::StorageImpl* cached = slot.cpu.unsafeGetStorageImpl();
+    // Still a view of the same bytes (a kernel that resized the alias gave
+    // it other memory, or the npu storage got new memory).
+    if (cached->data() == impl->data() && cached->nbytes() == impl->nbytes()) return slot.cpu;
+  }
+  slot.npu = impl;
+  slot.cpu = makeCpuStorageAlias(npu);
+  return slot.cpu;
+}
+
+at::Tensor ReusableAliases::tensorAlias(const at::Tensor& npu, const c10::Storage& storageAlias) {
+  const c10::TensorImpl* impl = npu.unsafeGetTensorImpl();
+  TensorSlot& slot = tensors_[slotOf<kSlotBits>(impl)];
+  if (slot.npu == impl && slot.cpu.use_count() == 1) {
+    c10::TensorImpl* cached = slot.cpu.unsafeGetTensorImpl();
+    // An alias made in inference mode lacks the autograd keys a normal one
+    // has (and the reverse): reuse one only in the mode it was made in.
+    if (cached->storage().unsafeGetStorageImpl() == storageAlias.unsafeGetStorageImpl() &&
+        sameGeometry(*cached, *impl) && cached->is_inference() == c10::InferenceMode::is_enabled()) {
+      return slot.cpu;
+    }
+  }
+  slot.npu = impl;
+  slot.cpu = makeCpuAlias(npu, &storageAlias);
+  return slot.cpu;
+}
+
+bool convertResultToNpuInPlace(at::Tensor& cpu, int device) {
+  c10::TensorImpl* impl = cpu.unsafeGetTensorImpl();
+  if (cpu.use_count() != 1 || typeid(*impl) != typeid(c10::TensorImpl) || impl->is_wrapped_number() ||
+      impl->device_type() != c10::DeviceType::CPU || impl->layout() != c10::kStrided || !impl->has_storage()) {
+    return false;
+  }
+  c10::StorageImpl* storage = impl->storage().unsafeGetStorageImpl();
+  if (impl->storage().use_count() != 1 || storage->data() == nullptr || owningDevice(storage->data_ptr()) != device) {
+    return false;
+  }
+  const c10::Device npuDevice(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
+  storage->_mutable_data_ptr_no_checks().unsafe_set_device(npuDevice);
+  // Growing it later (resize_) takes device memory, as for any npu storage.
+  storage->set_allocator(npuDeviceAllocator());
+  // The dispatch keys of the npu backend instead of the CPU's, and the device
+  // the tensor reports (read from its storage).
+  impl->_change_backend_component_keys(npuDevice);
+  impl->set_storage_keep_dtype(impl->storage());
+  return true;
 }
 
 }  // namespace npusim::backend

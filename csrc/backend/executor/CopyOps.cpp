@@ -29,16 +29,18 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlock
               " is not supported by the npu backend");
   if (fromNpu || toNpu) NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().checkNotForkedChild());
   if (self.numel() == 0) return dst;
-  at::Tensor source = fromNpu ? makeCpuAlias(self) : self;
+  // The executor's reusable aliases (TensorAliasing.h): a training loop copies the same
+  // tensors again and again (autocast's casts, optimizer states). They also give both sides
+  // one CPU storage when their npu tensors share one, so that the CPU copy's overlap checks,
+  // which compare storages, see that they share memory (x.copy_(x.t()), x[1:] = x[:-1]) and
+  // raise PyTorch's error as on the CPU.
+  ReusableAliases* aliases = fromNpu || toNpu ? &ReusableAliases::ofThisThread() : nullptr;
+  at::Tensor source = fromNpu ? aliases->tensorAlias(self, aliases->storageAlias(self.storage())) : self;
   at::Tensor target;
   if (fromNpu && toNpu && self.storage().is_alias_of(dst.storage())) {
-    // One CPU storage for both sides, so that the CPU copy's overlap checks,
-    // which compare storages, see that they share memory (x.copy_(x.t()),
-    // x[1:] = x[:-1]) and raise PyTorch's error as on the CPU.
-    const c10::Storage shared = source.storage();
-    target = makeCpuAlias(dst, &shared);
+    target = aliases->tensorAlias(dst, source.storage());  // two npu storages over the same bytes
   } else {
-    target = toNpu ? makeCpuAlias(dst) : dst;
+    target = toNpu ? aliases->tensorAlias(dst, aliases->storageAlias(dst.storage())) : dst;
   }
   const uint64_t bytes = static_cast<uint64_t>(dst.numel()) * dst.element_size();
   if (fromNpu && !toNpu) {

@@ -8,9 +8,10 @@
 
 namespace npusim::backend {
 
-// Runs one aten operator on npu tensors through the executor (the PrivateUse1
-// fallback): its CPU kernel on aliases of device memory, priced and counted.
-// Operator families that add bookkeeping call it after theirs.
+// The boxed executor: runs `op`'s CPU kernel on npu for the arguments on
+// `stack`, leaving the npu results there. The PrivateUse1 fallback of every
+// aten operator; the unboxed path (UnboxedExecutor.h) hands calls it does not
+// take to it.
 void executeOnNpu(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack);
 
 // Makes every aten operator that has a CPU kernel run that kernel on npu,

@@ -3,7 +3,8 @@
 // ATen's math fallback would run it as bmm, softmax and masking operators with the score matrix
 // materialised, which costs far more time and memory than the real chip spends. The npu backend
 // therefore takes PyTorch's "overrideable" fused path whenever the CPU would take its own fused
-// (flash) kernel, and runs that CPU kernel on the device memory, so results equal a CPU run.
+// (flash) kernel, and runs that CPU kernel on the device memory, so results equal a CPU run (for
+// fp16/bf16 inputs the fp32 kernel on upcast copies, rounded once: Fp32Accumulation.h).
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
@@ -26,6 +27,7 @@
 
 #include "backend/device/NpuAllocator.h"
 #include "backend/executor/KernelOperands.h"
+#include "backend/numerics/Fp32Accumulation.h"
 #include "backend/timing/OperatorRecords.h"
 #include "backend/timing/EstimateMode.h"
 #include "backend/timing/OperatorTiming.h"
@@ -52,6 +54,11 @@ int64_t fusedSdpChoice(const at::Tensor& query, const at::Tensor& key, const at:
 }
 
 perf::TensorDesc describe(const at::Tensor& t) { return describeTensor(t); }
+
+std::optional<at::Tensor> upcastOptional(const std::optional<at::Tensor>& t) {
+  if (!t.has_value()) return t;
+  return upcastCubeOperand(*t);
+}
 
 }  // namespace
 
@@ -114,7 +121,15 @@ fusedAttention(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   const int device = query.device().index();
   const c10::DeviceGuard guard(query.device());
   std::tuple<at::Tensor, at::Tensor> results;
-  {
+  if (isReducedFloat(query.scalar_type())) {
+    // fp16/bf16: the fp32 kernel on fp32 copies (host scratch), the output rounded into device
+    // memory once, as the chip's kernel accumulates (Fp32Accumulation.h).
+    results = at::_scaled_dot_product_flash_attention_for_cpu(
+        upcastCubeOperand(kernelOperand(query)), upcastCubeOperand(kernelOperand(key)),
+        upcastCubeOperand(kernelOperand(value)), dropoutP, isCausal, upcastOptional(kernelOperand(attnBias)), scale);
+    const ScopedOutputDevice outputs(device);
+    std::get<0>(results) = std::get<0>(results).to(query.scalar_type());
+  } else {
     const ScopedOutputDevice outputs(device);
     results = at::_scaled_dot_product_flash_attention_for_cpu(kernelOperand(query), kernelOperand(key),
                                                               kernelOperand(value), dropoutP, isCausal,
@@ -177,7 +192,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fusedAttentionBackwar
   const int device = query.device().index();
   const c10::DeviceGuard guard(query.device());
   std::tuple<at::Tensor, at::Tensor, at::Tensor> grads;
-  {
+  if (isReducedFloat(query.scalar_type())) {
+    grads = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+        upcastCubeOperand(kernelOperand(gradOut)), upcastCubeOperand(kernelOperand(query)),
+        upcastCubeOperand(kernelOperand(key)), upcastCubeOperand(kernelOperand(value)),
+        upcastCubeOperand(kernelOperand(out)), kernelOperand(logsumexp), dropoutP, isCausal,
+        upcastOptional(kernelOperand(bias)), scale);
+    const ScopedOutputDevice outputs(device);
+    for (at::Tensor* grad : {&std::get<0>(grads), &std::get<1>(grads), &std::get<2>(grads)}) {
+      if (grad->defined()) *grad = grad->to(query.scalar_type());
+    }
+  } else {
     const ScopedOutputDevice outputs(device);
     grads = at::_scaled_dot_product_flash_attention_for_cpu_backward(
         kernelOperand(gradOut), kernelOperand(query), kernelOperand(key), kernelOperand(value), kernelOperand(out),

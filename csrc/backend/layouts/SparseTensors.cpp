@@ -340,13 +340,8 @@ size_t routeSparseKernelsThroughExecutor() {
   return count;
 }
 
-void checkStridedResults(const char* operatorName, const torch::jit::Stack& stack, size_t firstReturn) {
-  for (size_t i = firstReturn; i < stack.size(); ++i) {
-    const c10::IValue& value = stack[i];
-    if (value.isTensor() && value.toTensor().defined() && value.toTensor().layout() != c10::kStrided) {
-      notSupportedOnNpu(operatorName);
-    }
-  }
+void checkStridedResult(const char* operatorName, const at::Tensor& result) {
+  if (result.defined() && result.layout() != c10::kStrided) notSupportedOnNpu(operatorName);
 }
 
 // The structure of sparse tensors: PyTorch's own functions, which only read

@@ -45,6 +45,8 @@ at::Tensor roundToHf32(const at::Tensor& cpu) {
   return rounded;
 }
 
+bool roundsMatmulOperandsForHf32(perf::OperatorKind kind) noexcept { return isMatrixProduct(kind) && hf32Matmul(); }
+
 void roundMatmulOperandsForHf32(perf::OperatorKind kind, torch::jit::Stack& stack, size_t first, size_t count,
                                 const std::vector<size_t>& writtenArguments) {
   if (!hf32Matmul() || !isMatrixProduct(kind)) return;

@@ -19,6 +19,10 @@ namespace npusim::backend {
 // (ties away from zero); other dtypes are returned unchanged.
 at::Tensor roundToHf32(const at::Tensor& cpu);
 
+// Whether roundMatmulOperandsForHf32 changes the operands of an operator of
+// `kind` now (a matrix product while matmul HF32 is on).
+bool roundsMatmulOperandsForHf32(perf::OperatorKind kind) noexcept;
+
 // For a matrix-product operator of `kind` with matmul HF32 on: replaces the
 // fp32 tensors it multiplies (not an added bias, not a written output) among
 // the `count` arguments from `first` on the stack by HF32-rounded copies.

@@ -19,6 +19,7 @@
 #include "backend/device/NpuStreams.h"
 #include "backend/device/NpuTrace.h"
 #include "backend/executor/OperatorExecutor.h"
+#include "backend/executor/UnboxedExecutor.h"
 #include "backend/numerics/Hf32Mode.h"
 #include "backend/timing/CoreLimits.h"
 #include "backend/timing/EstimateMode.h"
@@ -255,7 +256,11 @@ PYBIND11_MODULE(_C, m) {
   using namespace npusim::backend;
   using npusim::runtime::Runtime;
   m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";
+  // The unboxed kernels first: the route then leaves the operators they took.
+  registerUnboxedExecutor();
   routeCpuKernelsThroughExecutor();
+  m.def("_set_unboxed_executor", [](bool enabled) { setUnboxedExecutorEnabled(enabled); });
+  m.def("_unboxed_executor", []() { return unboxedExecutorEnabled(); });
   setSourceLocator(&userSourceLocation);
   setSyncDescriber(&describeSyncFromPython);
   m.def("_set_library_paths", [](const std::vector<std::string>& prefixes) { libraryPathPrefixes() = prefixes; });

@@ -1,7 +1,9 @@
 #include "backend/timing/L2Residency.h"
 
 #include <array>
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "runtime/Runtime.h"
@@ -25,6 +27,23 @@ struct DeviceL2 {
   double traffic = 0;
 };
 
+// Guards the residency tables. Every critical section is a scan of a few dozen
+// entries, so a waiter spins briefly (yielding) instead of sleeping; taking and
+// releasing it uncontended is one atomic exchange and one store, where a
+// pthread mutex costs a library call each way on every operator.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    while (locked_.exchange(true, std::memory_order_acquire)) {
+      while (locked_.load(std::memory_order_relaxed)) std::this_thread::yield();
+    }
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
 class Residency {
  public:
   static Residency& instance() {
@@ -32,40 +51,31 @@ class Residency {
     return *residency;
   }
 
-  void query(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const void* base = storageBase(*tensors[i]);
-      const double bytes = base != nullptr ? storageBytes(*tensors[i]) : 0;
-      resident[i] = base != nullptr && bytes > 0 && residentLocked(device, base, bytes);
+  void query(int device, c10::ArrayRef<L2Buffer> buffers, bool* resident) {
+    std::lock_guard<SpinLock> lock(lock_);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const L2Buffer& buffer = buffers[i];
+      resident[i] = buffer.base != nullptr && buffer.bytes > 0 && residentLocked(device, buffer.base, buffer.bytes);
     }
   }
 
-  void touch(int device, c10::ArrayRef<const at::Tensor*> tensors) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const at::Tensor* tensor : tensors) {
-      const void* base = storageBase(*tensor);
-      if (base == nullptr) continue;
-      const double bytes = storageBytes(*tensor);
-      if (bytes <= 0 || bytes > capacity_) continue;
-      touchLocked(device, base, bytes);
+  void touch(int device, c10::ArrayRef<L2Buffer> buffers, double traffic) {
+    std::lock_guard<SpinLock> lock(lock_);
+    if (traffic > 0) get(device).traffic += traffic;
+    for (const L2Buffer& buffer : buffers) {
+      if (buffer.base == nullptr) continue;
+      if (buffer.bytes <= 0 || buffer.bytes > capacity_) continue;
+      touchLocked(device, buffer.base, buffer.bytes);
     }
   }
 
   void traffic(int device, double bytes) {
     if (bytes <= 0) return;
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<SpinLock> lock(lock_);
     get(device).traffic += bytes;
   }
 
  private:
-  static const void* storageBase(const at::Tensor& tensor) {
-    if (!tensor.defined() || !tensor.has_storage()) return nullptr;
-    return tensor.storage().data();
-  }
-
-  static double storageBytes(const at::Tensor& tensor) { return double(tensor.storage().nbytes()); }
-
   bool residentLocked(int device, const void* base, double bytes) {
     DeviceL2* l2 = find(device);
     if (l2 == nullptr) return false;
@@ -103,19 +113,29 @@ class Residency {
     return devices_[index];
   }
 
-  std::mutex mutex_;
+  SpinLock lock_;
   std::vector<DeviceL2> devices_;
   const double capacity_;
 };
 
 }  // namespace
 
-void queryL2Residency(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident) {
-  if (!tensors.empty()) Residency::instance().query(device, tensors, resident);
+L2Buffer l2BufferOf(const c10::TensorImpl& tensor) noexcept {
+  if (!tensor.has_storage()) return L2Buffer{};
+  const c10::Storage& storage = tensor.unsafe_storage();
+  return L2Buffer{storage.data(), double(storage.nbytes())};
 }
 
-void touchL2(int device, c10::ArrayRef<const at::Tensor*> tensors) {
-  if (!tensors.empty()) Residency::instance().touch(device, tensors);
+void queryL2Residency(int device, c10::ArrayRef<L2Buffer> buffers, bool* resident) {
+  if (!buffers.empty()) Residency::instance().query(device, buffers, resident);
+}
+
+void touchL2(int device, c10::ArrayRef<L2Buffer> buffers, double traffic) {
+  if (buffers.empty()) {
+    addL2Traffic(device, traffic);
+  } else {
+    Residency::instance().touch(device, buffers, traffic);
+  }
 }
 
 void addL2Traffic(int device, double bytes) { Residency::instance().traffic(device, bytes); }

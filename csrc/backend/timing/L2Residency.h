@@ -12,13 +12,21 @@
 
 namespace npusim::backend {
 
-// A kernel's operands, under one lock: resident[i] says whether *tensors[i]'s
-// storage was touched recently enough to still be in the L2 of `device`.
-void queryL2Residency(int device, c10::ArrayRef<const at::Tensor*> tensors, bool* resident);
+// A tensor's storage as the L2 model sees it (base null: no storage).
+struct L2Buffer {
+  const void* base = nullptr;
+  double bytes = 0;
+};
+L2Buffer l2BufferOf(const c10::TensorImpl& tensor) noexcept;
 
-// A kernel read or wrote `tensors`: their storages, touched in order, are now
-// the most recent data in the L2.
-void touchL2(int device, c10::ArrayRef<const at::Tensor*> tensors);
+// A kernel's operands, under one lock: resident[i] says whether buffers[i]
+// was touched recently enough to still be in the L2 of `device`.
+void queryL2Residency(int device, c10::ArrayRef<L2Buffer> buffers, bool* resident);
+
+// A kernel read or wrote `buffers`: touched in order, they are now the most
+// recent data in the L2. `traffic`: the kernel's HBM traffic, added first
+// (as addL2Traffic would), under the same lock.
+void touchL2(int device, c10::ArrayRef<L2Buffer> buffers, double traffic = 0);
 
 // A kernel moved `bytes` through HBM on `device` (evicting older lines).
 void addL2Traffic(int device, double bytes);

@@ -1,6 +1,7 @@
 #include "backend/timing/OperatorRecords.h"
 
 #include <array>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -54,6 +55,7 @@ std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
   const auto& schema = op.schema();
   const auto& name = schema.operator_name();
   record->name = name.name + (name.overload_name.empty() ? "" : "." + name.overload_name);
+  record->schema = &schema;
   const std::string& base = name.name;
   record->acceptsCpuTensors = base == "aten::index" || base == "aten::index_put" || base == "aten::index_put_" ||
                               base == "aten::_index_put_impl_" || base == "aten::_unsafe_index" ||
@@ -133,6 +135,30 @@ OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
 
 OperatorRecord& nativeOperatorRecord(const char* name, const char* overload) {
   return operatorRecord(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload));
+}
+
+OperatorRecord& kernelRecord(const std::string& qualifiedName) {
+  // One record per name, found from any call site.
+  static auto* names = new std::map<std::string, OperatorRecord*>();
+  {
+    std::shared_lock<std::shared_mutex> lock(recordsMutex);
+    auto found = names->find(qualifiedName);
+    if (found != names->end()) return *found->second;
+  }
+  auto record = std::make_unique<OperatorRecord>();
+  record->name = qualifiedName;
+  record->kind = perf::classifyOperator(qualifiedName);
+  record->placementRules = placementTable().lookup(qualifiedName);
+  record->rejectedDtypes = placementTable().dtypeRules().rejectMask;
+  record->defaultPlacement = runtime::Placement::kAiCore;
+  std::unique_lock<std::shared_mutex> lock(recordsMutex);
+  OperatorRecord*& slot = (*names)[qualifiedName];
+  if (slot == nullptr) {
+    // Listed with the operators' records, keyed by its own address.
+    slot = record.get();
+    records()[slot] = std::move(record);
+  }
+  return *slot;
 }
 
 void countNativeCall(OperatorRecord& record, uint64_t deviceNs) {

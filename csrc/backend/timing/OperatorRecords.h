@@ -26,6 +26,7 @@ inline constexpr uint8_t kWrite = 2;
 
 struct OperatorRecord {
   std::string name;                  // "aten::add.Tensor"
+  const c10::FunctionSchema* schema = nullptr;  // lives as long as the operator (the records' key)
   std::atomic<uint64_t> calls{0};
   std::atomic<uint64_t> deviceNs{0};  // modelled device time of its calls
   bool acceptsCpuTensors = false;    // indexing ops take CPU index tensors, as on CUDA
@@ -35,8 +36,8 @@ struct OperatorRecord {
   // operator only writes it (out=, copy_'s destination, fills).
   std::vector<uint8_t> operandRoles;
   std::vector<size_t> generatorArguments;  // indices of Generator? arguments
-  int indicesArgument = -1;
-  perf::OperatorKind kind = perf::OperatorKind::kOther;  // how the cost model prices it          // the "indices" Tensor?[] argument, for index_dtype rules
+  int indicesArgument = -1;          // the "indices" Tensor?[] argument, for index_dtype rules
+  perf::OperatorKind kind = perf::OperatorKind::kOther;  // how the cost model prices it
 
   // Placement (see OperatorPlacement.h): the table's rules for this overload
   // and what applies when none does.
@@ -56,6 +57,12 @@ OperatorRecord& operatorRecord(const c10::OperatorHandle& op);
 // overload), for counting its calls in the reports; looked up once per call
 // site (keep the reference in a function-local static).
 OperatorRecord& nativeOperatorRecord(const char* name, const char* overload = "");
+
+// The record of a kernel that no operator of this process names, counted
+// under the name the real stack shows for it: torch_npu's npu_lstm, which
+// torch_npu launches per layer inside aten::lstm.input, is "npu::npu_lstm".
+// Look it up once per call site (keep the reference in a function-local static).
+OperatorRecord& kernelRecord(const std::string& qualifiedName);
 
 // Counts one call of a native operator that ran on the AI Core for `deviceNs`.
 void countNativeCall(OperatorRecord& record, uint64_t deviceNs);

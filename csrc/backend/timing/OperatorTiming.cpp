@@ -11,6 +11,7 @@
 #include "backend/timing/L2Residency.h"
 #include "backend/timing/SourceLocation.h"
 #include "perf/CostModel.h"
+#include "perf/PriceMemo.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::backend {
@@ -95,22 +96,27 @@ perf::DType perfDtype(c10::ScalarType type) noexcept {
 
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept {
   if (!tensor.defined()) return perf::TensorDesc::undefined();
+  return describeTensor(*tensor.unsafeGetTensorImpl());
+}
+
+perf::TensorDesc describeTensor(const c10::TensorImpl& tensor) noexcept {
   perf::TensorDesc desc;
   desc.sizes = tensor.sizes().data();
   desc.strides = tensor.strides().data();
   desc.rank = static_cast<int>(tensor.dim());
-  desc.dtype = perfDtype(tensor.scalar_type());
+  desc.dtype = perfDtype(c10::typeMetaToScalarType(tensor.dtype()));
   return desc;
 }
 
 runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
                     const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
-                    bool dataDependentSync, const int64_t* intArgs, int intArgCount) {
+                    bool dataDependentSync, const int64_t* intArgs, int intArgCount, double* deferredL2Traffic) {
   auto& rt = runtime::Runtime::instance();
   const perf::CostModel& model = costModel();
-  const perf::Cost cost = applyCoreLimits(device, model.price(kind, inputs, inputCount, outputs, outputCount,
-                                                               perfPlacement(placement), hf32CostOptions(), intArgs,
-                                                               intArgCount));
+  thread_local perf::PriceMemo prices;
+  const perf::Cost cost = applyCoreLimits(device, prices.price(model, kind, inputs, inputCount, outputs, outputCount,
+                                                                perfPlacement(placement), hf32CostOptions(), intArgs,
+                                                                intArgCount));
   // A replayed graph launches its kernels from the device: no host dispatch each.
   const runtime::SimTimeNs dispatch = replayingGraph() ? 0 : model.hostDispatchNs(rt.taskQueueLevel(), kind);
   auto& timeline = rt.timeline(device);
@@ -122,7 +128,12 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
   // A CPU fallback computes on the host: the host is busy for that long too.
   if (cost.hostNs > 0) rt.hostClock().advance(cost.hostNs);
   if (dataDependentSync || rt.launchBlocking()) timeline.synchronizeStream(stream);
-  if (cost.unit == perf::Unit::kCube || cost.unit == perf::Unit::kVector) addL2Traffic(device, cost.bytes);
+  const double l2Traffic = cost.unit == perf::Unit::kCube || cost.unit == perf::Unit::kVector ? cost.bytes : 0.0;
+  if (deferredL2Traffic != nullptr) {
+    *deferredL2Traffic = l2Traffic;
+  } else if (l2Traffic > 0) {
+    addL2Traffic(device, l2Traffic);
+  }
   account(cost, dispatch);
   return cost.deviceNs;
 }

@@ -28,12 +28,17 @@ namespace npusim::backend {
 // The cost model's dtype of a tensor element type (kOther for types it does not price).
 perf::DType perfDtype(c10::ScalarType type) noexcept;
 perf::TensorDesc describeTensor(const at::Tensor& tensor) noexcept;
+perf::TensorDesc describeTensor(const c10::TensorImpl& tensor) noexcept;  // a defined tensor
 
 // One operator call on the current stream of `device`; returns its modelled
-// device time.
+// device time. Prices repeat from call to call (a memo per thread, see
+// perf/PriceMemo.h). The HBM traffic the kernel pushes through the L2 model
+// is added here, or, with `deferredL2Traffic`, stored there for the caller to
+// add together with its operands' touches (one lock; see L2Residency.h).
 runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
                     const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
-                    bool dataDependentSync, const int64_t* intArgs = nullptr, int intArgCount = 0);
+                    bool dataDependentSync, const int64_t* intArgs = nullptr, int intArgCount = 0,
+                    double* deferredL2Traffic = nullptr);
 
 // The rates of the chosen chip, for callers that price their own kernels.
 const perf::ChipRates& chipRates();
