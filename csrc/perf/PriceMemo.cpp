@@ -13,26 +13,27 @@ int descWords(const TensorDesc* descs, int count) noexcept {
 }
 
 // Writes the key and hashes it in the same pass (plain loops: a key is a
-// few words, where library copies would cost a call each).
-struct KeyWriter {
-  int64_t* out;
-  uint64_t hash = 0;
-  void put(int64_t word) noexcept {
-    *out++ = word;
-    hash = (hash + uint64_t(word)) * 0x9E3779B97F4A7C15ull;
-  }
-  void putDescs(const TensorDesc* descs, int count) noexcept {
-    for (int i = 0; i < count; ++i) {
-      const TensorDesc& d = descs[i];
-      put(int64_t(d.rank + 1) | int64_t(d.dtype) << 8 | int64_t(d.l2Resident) << 16 |
-          int64_t(d.strides != nullptr) << 17);
-      for (int k = 0; k < d.rank; ++k) put(d.sizes[k]);
-      if (d.strides != nullptr) {
-        for (int k = 0; k < d.rank; ++k) put(d.strides[k]);
-      }
+// few words, where library copies would cost a call each). The cursor and the
+// hash are locals of the caller (always inlined): a struct's members would be
+// reloaded after every word written, since an int64_t store may alias them.
+[[gnu::always_inline]] inline void put(int64_t*& out, uint64_t& hash, int64_t word) noexcept {
+  *out++ = word;
+  hash = (hash + uint64_t(word)) * 0x9E3779B97F4A7C15ull;
+}
+
+[[gnu::always_inline]] inline void putDescs(int64_t*& out, uint64_t& hash, const TensorDesc* descs,
+                                            int count) noexcept {
+  for (int i = 0; i < count; ++i) {
+    const TensorDesc& d = descs[i];
+    put(out, hash,
+        int64_t(d.rank + 1) | int64_t(d.dtype) << 8 | int64_t(d.l2Resident) << 16 |
+            int64_t(d.strides != nullptr) << 17);
+    for (int k = 0; k < d.rank; ++k) put(out, hash, d.sizes[k]);
+    if (d.strides != nullptr) {
+      for (int k = 0; k < d.rank; ++k) put(out, hash, d.strides[k]);
     }
   }
-};
+}
 
 }  // namespace
 
@@ -48,18 +49,20 @@ Cost PriceMemo::price(const CostModel& model, OperatorKind kind, const TensorDes
     return model.price(kind, inputs, inputCount, outputs, outputCount, placement, options, intArgs, intArgCount);
   }
   int64_t key[kKeyWords];
-  KeyWriter writer{key};
-  writer.put(int64_t(kind) | int64_t(placement) << 8 | int64_t(options.allowHf32Matmul) << 12 |
-             int64_t(options.allowHf32Conv) << 13 | int64_t(inputCount) << 16 | int64_t(outputCount) << 32 |
-             int64_t(intArgCount) << 48);
-  writer.putDescs(inputs, inputCount);
-  writer.putDescs(outputs, outputCount);
-  for (int i = 0; i < intArgCount; ++i) writer.put(intArgs[i]);
-  Entry& entry = entries_[(writer.hash ^ (writer.hash >> 29)) >> (64 - kEntryBits)];
+  int64_t* out = key;
+  uint64_t hash = 0;
+  put(out, hash,
+      int64_t(kind) | int64_t(placement) << 8 | int64_t(options.allowHf32Matmul) << 12 |
+          int64_t(options.allowHf32Conv) << 13 | int64_t(inputCount) << 16 | int64_t(outputCount) << 32 |
+          int64_t(intArgCount) << 48);
+  putDescs(out, hash, inputs, inputCount);
+  putDescs(out, hash, outputs, outputCount);
+  for (int i = 0; i < intArgCount; ++i) put(out, hash, intArgs[i]);
+  Entry& entry = entries_[(hash ^ (hash >> 29)) >> (64 - kEntryBits)];
   if (entry.model == &model && entry.length == length) {
-    bool same = true;
-    for (int i = 0; i < length && same; ++i) same = entry.key[i] == key[i];
-    if (same) {
+    int i = 0;
+    while (i < length && entry.key[i] == key[i]) ++i;
+    if (i == length) {
       ++hits_;
       return entry.cost;
     }
