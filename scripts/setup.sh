@@ -22,8 +22,9 @@ if ! "$PYTHON" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] !
   "$PYTHON" -m pip install -q "torch==2.13.0"
 fi
 "$PYTHON" -c "import scikit_build_core" 2>/dev/null || "$PYTHON" -m pip install -q "scikit-build-core>=0.10"
-# plotly draws the HTML report (npusim report); libcst runs npusim migrate.
-for module in plotly libcst; do
+# plotly draws the HTML report (npusim report); libcst runs npusim migrate; numpy is PyTorch's
+# optional companion (without it every `import torch` warns "Failed to initialize NumPy").
+for module in plotly libcst numpy; do
   "$PYTHON" -c "import $module" 2>/dev/null || "$PYTHON" -m pip install -q "$module"
 done
 
