@@ -96,13 +96,22 @@ TEST(AllocatorConfigTest, PageSizeAcceptsOnly1g) {
   EXPECT_EQ(errorOf("page_size:2m"), "PYTORCH_NPU_ALLOC_CONF: page_size must be 1g, got \"2m\"");
 }
 
-TEST(AllocatorConfigTest, SegmentSizesAreTwentyTo512) {
+TEST(AllocatorConfigTest, SegmentSizeKeysFollowTorchNpuAndPyTorch) {
+  // torch_npu's segment_size_mb: 20..512 MB.
   EXPECT_EQ(AllocatorConfig::parse("segment_size_mb:20").largeSegmentSize, 20 * kMiB);
-  EXPECT_EQ(AllocatorConfig::parse("large_segment_size_mb:512").largeSegmentSize, 512 * kMiB);
-  EXPECT_EQ(errorOf("large_segment_size_mb:19"),
-            "PYTORCH_NPU_ALLOC_CONF: large_segment_size_mb must be an integer in [20, 512], got \"19\"");
   EXPECT_EQ(errorOf("segment_size_mb:513"),
             "PYTORCH_NPU_ALLOC_CONF: segment_size_mb must be an integer in [20, 512], got \"513\"");
+  // PyTorch's large_segment_size_mb: above the smallest large allocation, 10 MB.
+  EXPECT_EQ(AllocatorConfig::parse("large_segment_size_mb:512").largeSegmentSize, 512 * kMiB);
+  EXPECT_EQ(AllocatorConfig::parse("large_segment_size_mb:11").largeSegmentSize, 11 * kMiB);
+  EXPECT_EQ(errorOf("large_segment_size_mb:10"),
+            "PYTORCH_NPU_ALLOC_CONF: large_segment_size_mb must be > 10, got \"10\"");
+  // large_segment_size_mb wins in either order.
+  EXPECT_EQ(AllocatorConfig::parse("segment_size_mb:50,large_segment_size_mb:100").largeSegmentSize, 100 * kMiB);
+  EXPECT_EQ(AllocatorConfig::parse("large_segment_size_mb:100,segment_size_mb:50").largeSegmentSize, 100 * kMiB);
+  // A large segment must stay splittable.
+  EXPECT_EQ(errorOf("large_segment_size_mb:50,max_split_size_mb:30"),
+            "PYTORCH_NPU_ALLOC_CONF: max_split_size_mb too small, must be >= large_segment_size_mb (50), got \"30\"");
 }
 
 TEST(AllocatorConfigTest, RoundupPowerOfTwoDivisionsSingleValue) {
