@@ -4,16 +4,15 @@ capture is refused under pin_memory_expandable_segments (torch_npu's text); the 
 peak and accumulated statistics reset."""
 
 import gc
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
 
 import npusim  # noqa: F401
+from npusim_testing.fresh_process import subprocess_env
 
 
 @torch.no_grad()
@@ -66,9 +65,8 @@ def test_host_memory_stats_resets():
 
 
 def test_capture_is_refused_with_expandable_pinned_memory():
-    source = Path(__file__).resolve().parents[2] / "python"
-    env = dict(os.environ, PYTORCH_NPU_ALLOC_CONF="pin_memory_expandable_segments:True")
-    env["PYTHONPATH"] = str(source) + os.pathsep + env.get("PYTHONPATH", "")
+    # The checkout's npusim where its extension is built there, else the installed one.
+    env = subprocess_env({"PYTORCH_NPU_ALLOC_CONF": "pin_memory_expandable_segments:True"})
     probe = textwrap.dedent(
         """
         import torch, npusim
