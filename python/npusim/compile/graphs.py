@@ -287,32 +287,20 @@ class _Operation:
 
             self.replay = charged(run_twin)
             return "host twin"
-        if is_random_operator(func) and _has_host_kernel(func):
-            # Through the npu kernel, not the CPU one on host aliases (which would draw from the
-            # CPU generator): it draws from the npu generator's live state, as a random kernel of
-            # the chip's graph reads its generator's seed and offset at replay
-            # (npusim.compile.graph_rng); it charges its own device time. (Operators with npu
-            # kernels only replay through them anyway, below.)
+        host_kernel = _has_host_kernel(func)
+        random = is_random_operator(func) and host_kernel
+        if random or not host_kernel:
+            # Through the npu kernel on the captured memory (it charges its own device time, with
+            # no host dispatch while replaying), its results moved into the captured outputs:
+            # torch_npu's own operators (torch.ops.npu) have npu and Meta kernels only, and a
+            # random operator must draw from the npu generator's live state, as a random kernel
+            # of the chip's graph reads its generator's seed and offset at replay
+            # (npusim.compile.graph_rng), not from the CPU generator its CPU kernel would use.
+            prefix = "random, " if random else ""
             npu_args, npu_kwargs = self.args, self.kwargs
             if not returns or any(r.alias_info is not None and r.alias_info.is_write for r in returns):
                 self.replay = lambda: None if kernel_launch.npu_estimating() else func(*npu_args, **npu_kwargs)
-                return "random, npu kernel in place"
-            captured_random = _on_host(self.outputs)
-
-            def run_random() -> None:
-                if not kernel_launch.npu_estimating():
-                    _write_back(captured_random, _on_host(func(*npu_args, **npu_kwargs)))
-
-            self.replay = run_random
-            return "random, npu kernel"
-        if not _has_host_kernel(func):
-            # torch_npu's own operators (torch.ops.npu) have npu and Meta kernels only: replay
-            # runs the npu kernel on the captured memory (it charges its own device time, with
-            # no host dispatch while replaying) and moves its results into the captured outputs.
-            npu_args, npu_kwargs = self.args, self.kwargs
-            if not returns or any(r.alias_info is not None and r.alias_info.is_write for r in returns):
-                self.replay = lambda: None if kernel_launch.npu_estimating() else func(*npu_args, **npu_kwargs)
-                return "npu kernel in place"
+                return prefix + "npu kernel in place"
             captured = _on_host(self.outputs)
 
             def run_npu() -> None:
@@ -320,7 +308,7 @@ class _Operation:
                     _write_back(captured, _on_host(func(*npu_args, **npu_kwargs)))
 
             self.replay = run_npu
-            return "npu kernel"
+            return prefix + "npu kernel"
         args, kwargs = _on_host(self.args), _on_host(self.kwargs)
         if not returns or any(r.alias_info is not None and r.alias_info.is_write for r in returns):
             # In place or out=: the kernel writes the captured memory itself.
