@@ -5,6 +5,7 @@
 #include <c10/core/Device.h>
 
 #include "backend/device/NpuAllocator.h"
+#include "backend/device/NpuErrors.h"
 #include "backend/device/NpuGenerator.h"
 #include "backend/device/RecoveryChecks.h"
 #include "backend/device/TensorAliasing.h"
@@ -120,6 +121,9 @@ at::Tensor OperatorCall::aliasArgument(const at::Tensor& npu, bool written, bool
 
 void OperatorCall::checkDevices() const {
   if (device_ >= 0 && foreignDevice_.type() != c10::DeviceType::Meta) {
+    // A CPU tensor reaches the npu kernel's argument conversion, which refuses it in torch_npu's
+    // words; two npu devices fail PyTorch's device check.
+    if (foreignDevice_.type() == c10::DeviceType::CPU) throwExpectedNpuTensor();
     TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, npu:",
                 device_, " and ", foreignDevice_, "!");
   }
