@@ -197,6 +197,10 @@ _activate_npu_trace = _npusim_C._activate_npu_trace
 _empty_strided_npu = _npusim_C._empty_strided_npu
 
 
+# The bindings of NPU graph trees (torch_npu.npu._graph_tree).
+from ._graph_tree_support import *  # noqa: E402,F401,F403
+
+
 def __getattr__(name: str) -> Any:
     raise AttributeError(
         f"module 'torch_npu._C' has no attribute '{name}' (npusim does not provide this torch_npu binding)"
