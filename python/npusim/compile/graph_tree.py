@@ -398,6 +398,26 @@ def _use_npu_memory_pool_manager(device: int, mem_pool: tuple[int, int],
     torch.npu.current_stream().wait_stream(stream)
 
 
+# The pool memory each recorded node keeps allocated (its input copies and output memory), by
+# pool and node: with the live outputs of the current path, what the pool's allocated blocks
+# must be (check_memory_pool). An entry goes with its node.
+_nodes_pool_memory: dict[tuple[int, tuple[int, int]], dict[int, list[StorageWeakRefWrapper]]] = defaultdict(dict)
+
+
+def _hold_pool_memory(node: NPUGraphNode, storages: list[UntypedStorage]) -> None:
+    key = (node.device, tuple(node.npu_graphs_pool))
+    _nodes_pool_memory[key][id(node)] = [StorageWeakRefWrapper(storage) for storage in storages]
+    weakref.finalize(node, _nodes_pool_memory[key].pop, id(node), None)
+
+
+def pool_live_weakrefs(device: int, pool: tuple[int, int],
+                       path_refs: Sequence[StorageWeakRefWrapper]) -> list[StorageWeakRefWrapper]:
+    """The storages that must be exactly the allocated blocks of ``pool``: the live outputs of
+    the current path and the memory every recorded node of the pool keeps."""
+    held = [ref for refs in _nodes_pool_memory.get((device, tuple(pool)), {}).values() for ref in refs]
+    return list(path_refs) + held
+
+
 def map_to_ref(t: Optional[Tensor]) -> Optional[StorageWeakRefWrapper]:
     if not isinstance(t, torch.Tensor):
         if t is not None:
@@ -443,7 +463,8 @@ class NPUWarmupNode:
 
         non_npugraph_inps_storages = get_non_npugraph_inps()
         if config.triton.slow_path_cudagraph_asserts and not self.already_warm:
-            check_memory_pool(self.device_index, self.npu_graphs_pool, list(self.path_live_weakrefs()))
+            check_memory_pool(self.device_index, self.npu_graphs_pool,
+                              pool_live_weakrefs(self.device_index, self.npu_graphs_pool, list(self.path_live_weakrefs())))
 
         with torch.npu.device(self.device_index), disable_conv_cache_emptying(), clear_cublas_manager(), \
                 _use_npu_memory_pool_manager(self.device_index, self.npu_graphs_pool, self.stream), \
@@ -470,7 +491,8 @@ class NPUWarmupNode:
         self.outputs_weakrefs.extend([map_to_ref(o) if add_ref(o) else None for o in out])
         self.tensor_weakrefs.extend([TensorWeakRef(o) if add_ref(o) else None for o in out])
         if config.triton.slow_path_cudagraph_asserts and not self.already_warm:
-            check_memory_pool(self.device_index, self.npu_graphs_pool, list(self.path_live_weakrefs()))
+            check_memory_pool(self.device_index, self.npu_graphs_pool,
+                              pool_live_weakrefs(self.device_index, self.npu_graphs_pool, list(self.path_live_weakrefs())))
         return out
 
     @property
@@ -781,7 +803,7 @@ class NPUGraphNode:
             memory += [StorageWeakRefWrapper(elem) for i, elem in enumerate(inputs)
                        if isinstance(elem, torch.Tensor) and i not in self.wrapped_function.static_input_idxs
                        and elem.untyped_storage().data_ptr() != 0 and elem.device.type != "cpu"]
-            check_memory_pool(self.device, self.npu_graphs_pool, memory)
+            check_memory_pool(self.device, self.npu_graphs_pool, pool_live_weakrefs(self.device, self.npu_graphs_pool, memory))
 
         with preserve_rng_state(), torch.npu.device(self.device), clear_cublas_manager(), \
                 torch.npu.graph(self.graph, stream=self.stream, pool=self.npu_graphs_pool,
@@ -822,6 +844,9 @@ class NPUGraphNode:
                 continue
             self.output_memory[pointer] = storage
             new_memory.append(index)
+        input_copies = [t.untyped_storage() for i, t in enumerate(self.reconstructed_inputs)
+                        if isinstance(t, torch.Tensor) and i in self.non_static_input_idx]
+        _hold_pool_memory(self, input_copies + list(self.output_memory.values()))
         if not new_memory:
             return list(outputs)
         _native.load()  # torch.ops.npusim._graph_output_aliases
@@ -899,7 +924,8 @@ class NPUGraphNode:
                     self.live_indices_after_graph.append((depth, output_index))
         self.debug_check_invariants_after_invocation()
         if config.triton.slow_path_cudagraph_asserts:
-            check_memory_pool(self.device, self.npu_graphs_pool, self.pool_memory_weakrefs())
+            check_memory_pool(self.device, self.npu_graphs_pool,
+                              pool_live_weakrefs(self.device, self.npu_graphs_pool, list(self.path_live_weakrefs())))
 
     def _mark_prior_graph_output_as_aliased(self, index: PathOutputIndex) -> None:
         "Remove a graph output from the unaliased, cached tensors in an ancestor node"
@@ -1064,17 +1090,6 @@ class NPUGraphNode:
             out = self.path_weakrefs[i][j]
             if out is not None and is_live(out):
                 yield out
-
-    def pool_memory_weakrefs(self) -> list[StorageWeakRefWrapper]:
-        """The storages of the pool that the path's nodes keep allocated (their recording
-        inputs and output memory): what check_memory_pool expects live in the pool, with the
-        live outputs of warm-up runs."""
-        refs = []
-        for node in self._path_from_root:
-            refs.extend(StorageWeakRefWrapper(storage) for storage in node.output_memory.values())
-            refs.extend(StorageWeakRefWrapper(t) for i, t in enumerate(node.reconstructed_inputs)
-                        if isinstance(t, torch.Tensor) and i in node.non_static_input_idx)
-        return refs
 
     def remove_node_cached_tensors(self) -> None:
         for t in self.cached_tensor_outputs:
@@ -1663,7 +1678,8 @@ class NPUGraphTreeManager:
         self.current_node.remove_path_cached_tensors()
         if config.triton.slow_path_cudagraph_asserts:
             check_memory_pool(self.device_index, self.npu_graphs_thread_pool,
-                              self.current_node.pool_memory_weakrefs())
+                              pool_live_weakrefs(self.device_index, self.npu_graphs_thread_pool,
+                                                 list(self.current_node.path_live_weakrefs())))
 
     def live_npugraph_pool_storages_in_curr_execution(self) -> list[StorageWeakRefPointer]:
         if self.current_node is None:
