@@ -85,6 +85,7 @@ from torch.utils._ordered_set import OrderedSet
 from torch.utils.weak import TensorWeakRef
 
 import torch_npu
+from npusim.compile.graph_run_stats import stats
 from npusim.compile.graph_steps import MarkStepBox
 
 InputType = Union[Tensor, int, torch.SymInt, None]
@@ -299,6 +300,23 @@ def npugraphify(model: ModelType, inputs: list[InputType], static_input_idxs: Se
             else CompilationMode.INFERENCE if is_inference else CompilationMode.FORWARD)
     return manager.add_function(model, inputs, static_input_idxs, stack_traces, mode, constants, placeholders,
                                 mutated_input_idxs)
+
+
+def tree_npugraphify(model: ModelType, static_input_idxs: Sequence[int] = (), **kwargs: Any) -> ModelType:
+    """Inductor's wrapping of a compiled callable for graph trees (reduce-overhead): the
+    function joins the device's tree on its first call, per thread, with that call's inputs.
+    ``kwargs`` are :func:`npugraphify`'s (device_index, is_backward, is_inference, ...)."""
+    thread_local = threading.local()
+
+    def run(new_inputs: list[InputType]) -> Any:
+        compiled_fn = getattr(thread_local, "compiled_fn", None)
+        if compiled_fn is None:
+            with preserve_rng_state():
+                compiled_fn = npugraphify_impl(model, new_inputs, static_input_idxs, **kwargs)
+            thread_local.compiled_fn = compiled_fn
+        return compiled_fn(new_inputs)
+
+    return run
 
 
 class StorageWeakRefWrapper:
@@ -1376,6 +1394,7 @@ class NPUGraphTreeManager:
         # Mutating inputs the graphs do not manage, or re-recorded too often: no graph.
         if self.non_npugraph_managed_mutation_hint[node_id][function_id] or \
                 self.exceed_rerecord_limit(node_id, function_id):
+            stats["eager"] += 1
             return self.ids_to_funcs[function_id].model(new_inputs)
 
         # Warm up a function's first call, and every call that follows a warm-up in its path
@@ -1411,6 +1430,7 @@ class NPUGraphTreeManager:
             if len(self.ids_to_funcs[function_id].mutated_input_idxs) > 0:
                 self._update_non_npugraph_managed_mutation(function_id, new_inputs)
                 if self.non_npugraph_managed_mutation_hint[self._get_node_id()][function_id]:
+                    stats["eager"] += 1
                     return self.ids_to_funcs[function_id].model(new_inputs)
 
             if unexpected_rerecord:
@@ -1422,6 +1442,7 @@ class NPUGraphTreeManager:
                         f"skipping npugraph due to function {function_id.id} exceeding max re-recording limit "
                         f"(={config.triton.cudagraph_unexpected_rerecord_limit}) on npugraph node {_id} "
                         f"due to {unexpected_rerecord_reason()}.")
+                    stats["eager"] += 1
                     return self.ids_to_funcs[function_id].model(new_inputs)
 
             # No recorded node fits: record one, after the current path if it goes on.
@@ -1465,17 +1486,20 @@ class NPUGraphTreeManager:
         self.path_state = ExecutionState.RECORDING
         self.update_generation()
         torch.npu.synchronize()
+        stats["captured"] += 1
         return node.run_first_inputs(new_inputs)
 
     def execute_node(self, node: NPUGraphNode, new_inputs: list[InputType]) -> OutputType:
         self.current_node = node
         self.path_state = ExecutionState.EXECUTION
         self.update_generation()
+        stats["replayed"] += 1
         return node.run(new_inputs)
 
     def run_eager(self, new_inputs: list[InputType], function_id: FunctionID) -> OutputType:
         # Warming up, or running without a graph after an ancestor's warm-up.
         already_warm = function_id in self.warmed_up_functions
+        stats["eager" if already_warm else "warmups"] += 1
         self.warmed_up_functions.add(function_id)
         node = NPUWarmupNode(self.ids_to_funcs[function_id], self.current_node, self.npu_graphs_thread_pool,
                              self.graph, self.device_index, self.ids_to_stack_traces[function_id], self.stream,
@@ -1647,19 +1671,16 @@ class NPUGraphTreeManager:
             storage = storage_ref()
             if storage and storage_ref.data_ptr() not in deleted:
                 deleted.add(storage_ref.data_ptr())
+                msg = self.format_dealloc_msg(stor_stack_trace.get(storage_ref.data_ptr()))
+                # A warm-up output's memory returns to the pool for the graphs that run next;
+                # a graph output's is its node's and stays.
+                torch_npu._C._free_And_Remove_DeleterFn(storage)
                 if self.disable_invalidate_aliases:
                     continue
-                # Views of the outputs on the same storage raise too.
-                self._invalidate_storage(storage, self.format_dealloc_msg(stor_stack_trace.get(storage_ref.data_ptr())))
+                torch_npu._C._set_storage_data_ptr_access_error_msg(storage, msg)
         for node in self.current_node._path_from_root:
             if isinstance(node, NPUGraphNode):
                 node.remove_node_cached_tensors()
-
-    @staticmethod
-    def _invalidate_storage(storage_cdata: int, message: str) -> None:
-        from npusim.compile import _native
-
-        _native.invalidate_storage(storage_cdata, message)
 
     def clear_current_path_state_and_set_to_none(self) -> None:
         if not isinstance(self.current_node, NPUGraphNode):

@@ -51,19 +51,12 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from npusim.compile import graph_pool
+from npusim.compile.graph_run_stats import reset_stats, stats  # noqa: F401  (the report's)
 from npusim.compile.graph_steps import MarkStepBox
 
-# Since the last reset: graphs captured, replays, warm-up runs, and runs without the graph
-# because the graph's previous outputs were still in use (for reports and tests).
-stats = {"captured": 0, "replayed": 0, "warmups": 0, "eager": 0}
 _installed = False
 
 FORWARD, BACKWARD, INFERENCE = "forward", "backward", "inference"
-
-
-def reset_stats() -> None:
-    for key in stats:
-        stats[key] = 0
 
 
 def overwritten_message(stack_trace: str | None) -> str:
@@ -236,8 +229,11 @@ def _generations(device_index: int) -> _DeviceGenerations:
 
 def reset_generations() -> None:
     """Forget every device's generation and handed-out outputs (between tests)."""
+    from npusim.compile import graph_tree
+
     with _devices_lock:
         _devices.clear()
+    graph_tree.reset_npugraph_trees()
     MarkStepBox.mark_step_counter = 0
 
 
@@ -403,6 +399,14 @@ def _policy_class():
         def cudagraphify(self, model, example_inputs, static_input_idxs, *, device_index, is_backward,
                          is_inference, **kwargs):
             if _is_npu(example_inputs):
+                from torch._inductor import config
+
+                if config.triton.cudagraph_trees:
+                    # torch_npu's NPU graph trees (torch_npu.npu._graph_tree).
+                    from npusim.compile import graph_tree
+
+                    return graph_tree.tree_npugraphify(model, static_input_idxs, device_index=device_index,
+                                                       is_backward=is_backward, is_inference=is_inference, **kwargs)
                 mode = BACKWARD if is_backward else INFERENCE if is_inference else FORWARD
                 return npu_graphify(model, static_input_idxs, kwargs.get("mutated_input_idxs", ()),
                                     device_index=device_index, mode=mode, stack_traces=kwargs.get("stack_traces"))
@@ -435,6 +439,22 @@ def install() -> None:
 
     def maybe_handle_backward_generation(compiled_graph, boxed_forward_device_index):
         if "npu" in getattr(compiled_graph, "device_types", ()):
+            if not (compiled_graph.fx_kwargs["is_backward"] and config.triton.cudagraph_trees):
+                return None
+            # A backward that runs without a graph still ends its forward's wait (the next
+            # call may begin a generation), as Inductor tells the CUDA tree manager.
+            from npusim.compile import graph_tree
+
+            callable_ = compiled_graph.current_callable
+            device_index = boxed_forward_device_index.value if boxed_forward_device_index is not None else None
+
+            def compiled_artifact(new_inputs):
+                manager = None if device_index is None else graph_tree.get_manager(device_index, False)
+                if manager is not None:
+                    manager.set_to_running_backward()
+                return callable_(new_inputs)
+
+            compiled_graph.current_callable = compiled_artifact
             return None
         return original_backward(compiled_graph, boxed_forward_device_index)
 

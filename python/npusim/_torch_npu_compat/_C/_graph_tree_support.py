@@ -30,6 +30,8 @@ __all__ = [
     "_storage_Use_Count",
     "_tensors_data_ptrs_at_indices_equal",
     "_set_storage_access_error_msg",
+    "_set_storage_data_ptr_access_error_msg",
+    "_free_And_Remove_DeleterFn",
 ]
 
 # Routing: the calling thread's allocations on a device go to a private pool (use_mem_pool,
@@ -118,3 +120,19 @@ def _set_storage_access_error_msg(tensor: torch.Tensor, message: str) -> None:
     from npusim.compile import _native
 
     _native.invalidate_storage(tensor.untyped_storage()._cdata, message)
+
+
+def _set_storage_data_ptr_access_error_msg(storage_cdata: int, message: str) -> None:
+    """As ``_set_storage_access_error_msg``, for a storage given by its ``_cdata``."""
+    from npusim.compile import _native
+
+    _native.invalidate_storage(storage_cdata, message)
+
+
+def _free_And_Remove_DeleterFn(storage_cdata: int) -> None:
+    """Give a storage's memory back to the caching allocator now, while the storage lives on
+    without data. Storages that do not own their memory (a graph's outputs handed out over
+    its memory, which stays the graph's) keep it."""
+    storage = torch.UntypedStorage._new_with_weak_ptr(storage_cdata)
+    if storage.resizable() and storage.nbytes() != 0:
+        storage.resize_(0)
