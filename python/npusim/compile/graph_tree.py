@@ -844,8 +844,8 @@ class NPUGraphNode:
                             static_input_persistent_storage_ptrs: dict[int, StorageWeakRefWrapper]) -> OutputType:
         """Keep the storages the recording allocated its outputs in, and return the outputs the
         program receives: those outputs on storages of their own over the same memory (tensors
-        that shared a storage share one). Outputs over memory the node does not own (inputs,
-        parameters, earlier graphs' outputs) are returned as they are."""
+        that shared a storage share one). Outputs over memory the node does not own (static
+        inputs, parameters, earlier graphs' outputs) are returned as they are."""
         from npusim.compile import _native
 
         new_memory = []
@@ -855,10 +855,10 @@ class NPUGraphNode:
             storage = out.untyped_storage()
             pointer = storage.data_ptr()
             ref = static_input_persistent_storage_ptrs.get(pointer)
+            # An output over an input copy (an input saved for the backward) is the node's
+            # memory too: the program's liveness of it must not count the node's own reference.
             if pointer == 0 or (ref is not None and ref() is not None) or \
-                    self._is_alias_of_live_recorded_tensor(out) is not None or \
-                    any(isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() == pointer
-                        for t in self.reconstructed_inputs):
+                    self._is_alias_of_live_recorded_tensor(out) is not None:
                 continue
             self.output_memory[pointer] = storage
             new_memory.append(index)
@@ -1650,34 +1650,34 @@ class NPUGraphTreeManager:
         dropped (the next replay hands out new ones)."""
         if self.current_node is None:
             raise RuntimeError("check self.current_node is not None fail")
+        path = list(self.current_node._path_from_root)
         stor_stack_trace: dict[int, Optional[str]] = {}
-        for node in self.current_node._path_from_root:
+        for node in path:
             if len(node.tensor_weakrefs) != len(node.stack_traces):
                 raise RuntimeError("check len(node.tensor_weakrefs) == len(node.stack_traces) fail")
-            for t, stack_trace in zip(node.tensor_weakrefs, node.stack_traces):
-                ten = None if t is None else t()
-                if ten is None:
-                    continue
-                torch_npu._C._set_storage_access_error_msg(ten, self.format_dealloc_msg(stack_trace))
-            if self.disable_invalidate_aliases:
-                continue
-            # outputs_weakrefs and stack_traces may differ in length: kept apart from the above.
+            # outputs_weakrefs and stack_traces may differ in length: zip stops at the shorter.
             for storage_ref, stack_trace in zip(node.outputs_weakrefs, node.stack_traces):
                 if storage_ref:
                     stor_stack_trace[storage_ref.data_ptr()] = stack_trace
 
+        # Memory first (a storage that raises on access cannot be freed any more): a warm-up
+        # output's memory returns to the pool for the graphs that run next; a graph output's
+        # is its node's and stays.
         deleted = set()
         for storage_ref in self.current_node.path_live_weakrefs():
             storage = storage_ref()
             if storage and storage_ref.data_ptr() not in deleted:
                 deleted.add(storage_ref.data_ptr())
-                msg = self.format_dealloc_msg(stor_stack_trace.get(storage_ref.data_ptr()))
-                # A warm-up output's memory returns to the pool for the graphs that run next;
-                # a graph output's is its node's and stays.
                 torch_npu._C._free_And_Remove_DeleterFn(storage)
                 if self.disable_invalidate_aliases:
                     continue
+                msg = self.format_dealloc_msg(stor_stack_trace.get(storage_ref.data_ptr()))
                 torch_npu._C._set_storage_data_ptr_access_error_msg(storage, msg)
+        for node in path:
+            for t, stack_trace in zip(node.tensor_weakrefs, node.stack_traces):
+                ten = None if t is None else t()
+                if ten is not None:
+                    torch_npu._C._set_storage_access_error_msg(ten, self.format_dealloc_msg(stack_trace))
         for node in self.current_node._path_from_root:
             if isinstance(node, NPUGraphNode):
                 node.remove_node_cached_tensors()
