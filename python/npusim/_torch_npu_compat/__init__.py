@@ -82,6 +82,7 @@ from npusim.compile import graph_tree as _graph_tree  # noqa: E402
 
 sys.modules[__name__ + ".npu._graph_tree"] = _graph_tree
 npu._graph_tree = _graph_tree
+_graph_tree._C = _C  # the trees call their bindings through torch_npu._C, as torch_npu's do
 
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
 from . import _custom_ops  # noqa: E402

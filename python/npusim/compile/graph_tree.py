@@ -84,7 +84,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._ordered_set import OrderedSet
 from torch.utils.weak import TensorWeakRef
 
-import torch_npu
+from npusim.compile import graph_tree_bindings
 from npusim.compile.graph_run_stats import stats
 from npusim.compile.graph_steps import MarkStepBox
 
@@ -97,6 +97,11 @@ PathOutputIndex = tuple[int, int]
 # For each node of a path, for each output: whether it is live.
 PathLiveness = list[list[bool]]
 StackTraces = list[Optional[str]]
+
+# Where the trees look up their runtime bindings at each call: npusim's, or torch_npu._C once
+# npusim's torch_npu face is loaded (it points this at itself, so that what a program does to
+# torch_npu._C, as torch_npu's tests patch it, is what the trees call).
+_C: Any = graph_tree_bindings
 
 log = torch._logging.getArtifactLogger("torch._inductor.cudagraph_trees", "cudagraphs")
 
@@ -145,7 +150,7 @@ def disable_conv_cache_emptying() -> Generator[None, None, None]:
 @contextlib.contextmanager
 def enable_history_recording() -> Generator[None, None, None]:
     "Turns on history recording in the NPU caching allocator for the block"
-    enabled = torch_npu._C._npu_isHistoryEnabled()
+    enabled = _C._npu_isHistoryEnabled()
     try:
         if not enabled:
             torch.npu.memory._record_memory_history()
@@ -227,7 +232,7 @@ def reset_npugraph_trees() -> None:
             if not container or not container.tree_manager:
                 continue
             container.tree_manager.shutdown()
-    torch_npu._C._set_cached_tensors_enabled(False)
+    _C._set_cached_tensors_enabled(False)
     container_dict.clear()
     MarkStepBox.mark_step_counter = 0
 
@@ -407,12 +412,12 @@ def _use_npu_memory_pool_manager(device: int, mem_pool: tuple[int, int],
     torch.npu.synchronize()
     stream.wait_stream(torch.npu.current_stream())
     with torch.npu.stream(stream), torch.device(device):
-        torch_npu._C._npu_beginAllocateCurrentThreadToPool(device, mem_pool)
+        _C._npu_beginAllocateCurrentThreadToPool(device, mem_pool)
         try:
             yield
         finally:
-            torch_npu._C._npu_endAllocateToPool(device, mem_pool)
-            torch_npu._C._npu_releasePool(device, mem_pool)
+            _C._npu_endAllocateToPool(device, mem_pool)
+            _C._npu_releasePool(device, mem_pool)
     torch.npu.current_stream().wait_stream(stream)
 
 
@@ -700,7 +705,7 @@ class NPUGraphNode:
 
     def check_static_inputs_are_stable(self, new_inputs: list[InputType]) -> None:
         # Managed inputs were checked by check_invariants already.
-        if not self.rerecord_if_static_inputs_change and not torch_npu._C._tensors_data_ptrs_at_indices_equal(
+        if not self.rerecord_if_static_inputs_change and not _C._tensors_data_ptrs_at_indices_equal(
                 new_inputs, self.static_input_data_ptrs, self.non_managed_static_input_idxs):
             error_msg = log_data_ptr_mismatch(self.wrapped_function.placeholders, new_inputs,
                                               self.static_input_data_ptrs, self.non_managed_static_input_idxs,
@@ -935,7 +940,7 @@ class NPUGraphNode:
                 self.tensor_weakrefs.append(TensorWeakRef(out))
 
         self.recorded_liveness_after_graph = self._get_liveness(self.path_weakrefs)
-        self.checkpointed_caching_state = torch_npu._C._npu_getCheckpointState(self.device, self.npu_graphs_pool)
+        self.checkpointed_caching_state = _C._npu_getCheckpointState(self.device, self.npu_graphs_pool)
         for depth, path_weakref in enumerate(self.path_weakrefs):
             for output_index, weakref_ in enumerate(path_weakref):
                 if is_live(weakref_):
@@ -972,7 +977,7 @@ class NPUGraphNode:
             out = self._reconstruct_from_tensor_metadata(metadata, storage=s)
             # Autograd (gradient buffer in-placing) and the AMP cache ignore the tree's extra
             # reference to a cached tensor.
-            torch_npu._C._add_cached_tensor(out)
+            _C._add_cached_tensor(out)
             self_ref = weakref.ref(self)
 
             # One reference in our list, one for sys.getrefcount's argument.
@@ -1112,7 +1117,7 @@ class NPUGraphNode:
     def remove_node_cached_tensors(self) -> None:
         for t in self.cached_tensor_outputs:
             if t is not None:
-                torch_npu._C._remove_cached_tensor(t)
+                _C._remove_cached_tensor(t)
         self.cached_tensor_outputs.clear()
         for i, unaliased in enumerate(self.unaliased_in_all_paths):
             if unaliased:
@@ -1147,7 +1152,7 @@ class NPUGraphNode:
     def _reconstruct_from_tensor_metadata(self, metadata: dict[str, Any],
                                           storage: Optional[UntypedStorage] = None) -> Tensor:
         s = self.create_storage(metadata) if storage is None else storage
-        return torch_npu._C._construct_NPU_Tensor_From_Storage_And_Metadata(metadata, s)
+        return _C._construct_NPU_Tensor_From_Storage_And_Metadata(metadata, s)
 
     def create_storage(self, metadata: dict[str, Any]) -> torch.types.Storage:
         """A storage of its own over the node's output memory at ``metadata``'s data pointer
@@ -1187,7 +1192,7 @@ class NPUGraphNode:
         the path's outputs are as at recording."""
         _logger = functools.partial(log_data_ptr_mismatch, self.wrapped_function.placeholders, inputs,
                                     self.static_input_data_ptrs)
-        if not torch_npu._C._tensors_data_ptrs_at_indices_equal(inputs, self.static_input_data_ptrs,
+        if not _C._tensors_data_ptrs_at_indices_equal(inputs, self.static_input_data_ptrs,
                                                                 self.npugraph_managed_idxs):
             status = CheckInvariantStatus.CudagraphManagedIdxMismatch
             return status, functools.partial(_logger, self.npugraph_managed_idxs, status)
@@ -1196,7 +1201,7 @@ class NPUGraphNode:
             return status, lambda: f"{status}"
         # Moved static inputs re-record here when allowed (else check_static_inputs_are_stable
         # raises).
-        if self.rerecord_if_static_inputs_change and not torch_npu._C._tensors_data_ptrs_at_indices_equal(
+        if self.rerecord_if_static_inputs_change and not _C._tensors_data_ptrs_at_indices_equal(
                 inputs, self.static_input_data_ptrs, self.static_input_idxs):
             status = CheckInvariantStatus.StaticInputIdxMismatch
             return status, functools.partial(_logger, self.static_input_idxs, status)
@@ -1241,7 +1246,7 @@ def check_memory_pool(device: int, pool_id: tuple[int, int], live_storages_ptrs:
     if not all(isinstance(elem, StorageWeakRefWrapper) for elem in live_storages_ptrs):
         raise RuntimeError("check all(isinstance(elem, StorageWeakRefWrapper) for elem in live_storages_ptrs) fail")
     unique_storages = {stor.data_ptr() for stor in live_storages_ptrs if stor()}
-    if torch_npu._C._npu_checkPoolLiveAllocations(device, pool_id, unique_storages):
+    if _C._npu_checkPoolLiveAllocations(device, pool_id, unique_storages):
         return
     # The slow path, for the message: collect first, a cycle may hold a dead storage.
     gc.collect()
@@ -1296,7 +1301,7 @@ class NPUGraphTreeManager:
         self.warmed_up_functions: set[FunctionID] = set()
         # Functions warned about not reaching the fast path (once each).
         self.warned_functions: set[FunctionID] = set()
-        torch_npu._C._set_cached_tensors_enabled(True)
+        _C._set_cached_tensors_enabled(True)
         # Functions warned about mutating inputs the graphs do not manage.
         self.warned_mutation: set[FunctionID] = set()
 
@@ -1668,16 +1673,16 @@ class NPUGraphTreeManager:
             storage = storage_ref()
             if storage and storage_ref.data_ptr() not in deleted:
                 deleted.add(storage_ref.data_ptr())
-                torch_npu._C._free_And_Remove_DeleterFn(storage)
+                _C._free_And_Remove_DeleterFn(storage)
                 if self.disable_invalidate_aliases:
                     continue
                 msg = self.format_dealloc_msg(stor_stack_trace.get(storage_ref.data_ptr()))
-                torch_npu._C._set_storage_data_ptr_access_error_msg(storage, msg)
+                _C._set_storage_data_ptr_access_error_msg(storage, msg)
         for node in path:
             for t, stack_trace in zip(node.tensor_weakrefs, node.stack_traces):
                 ten = None if t is None else t()
                 if ten is not None:
-                    torch_npu._C._set_storage_access_error_msg(ten, self.format_dealloc_msg(stack_trace))
+                    _C._set_storage_access_error_msg(ten, self.format_dealloc_msg(stack_trace))
         for node in self.current_node._path_from_root:
             if isinstance(node, NPUGraphNode):
                 node.remove_node_cached_tensors()

@@ -198,7 +198,7 @@ _empty_strided_npu = _npusim_C._empty_strided_npu
 
 
 # The bindings of NPU graph trees (torch_npu.npu._graph_tree).
-from ._graph_tree_support import *  # noqa: E402,F401,F403
+from npusim.compile.graph_tree_bindings import *  # noqa: E402,F401,F403
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,5 @@
-"""torch_npu._C's bindings that NPU graph trees (``torch_npu.npu._graph_tree``) call: routing
+"""The bindings that NPU graph trees (npusim.compile.graph_tree, ``torch_npu.npu._graph_tree``)
+call, served as torch_npu._C's functions of the same names: routing
 allocations to a graph's private pool, the pool's state, tensors rebuilt over graph memory,
 cached tensors and storage invalidation.
 
