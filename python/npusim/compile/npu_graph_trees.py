@@ -1,43 +1,26 @@
-"""``torch.compile(mode="reduce-overhead")`` on npu: compiled graphs replayed from NPUGraphs.
+"""``torch.compile(mode="reduce-overhead")`` on npu: Inductor's CUDA-graph path serving npu, and
+the per-graph NPUGraph path (no trees).
 
 ``reduce-overhead`` turns on Inductor's CUDA graphs; Inductor then refuses every device but
-CUDA ("skipping cudagraphs due to multiple devices") and its graph trees are CUDA-only. For
-npu, npusim accepts a single-npu graph and wraps each compiled callable (forward, backward or
-inference) through Inductor's ``cudagraph_policy`` hook with :func:`npu_graphify`: the first
-call per input signature runs the compiled code as it is (warm-up), the second captures it
-into a ``torch.npu.NPUGraph`` on static copies of its non-static inputs, and every later call
-copies the new inputs into those and replays the graph: one graph launch instead of one host
-dispatch per kernel.
+CUDA ("skipping cudagraphs due to multiple devices") and its graph trees are CUDA-only.
+:func:`install` lets a single-npu graph through and wraps each compiled callable (forward,
+backward or inference) through Inductor's ``cudagraph_policy`` hook: with
+``torch._inductor.config.triton.cudagraph_trees`` (the default) into torch_npu's NPU graph trees
+(npusim.compile.graph_tree, ``torch_npu.npu._graph_tree``), else with :func:`npu_graphify`,
+torch_npu's path without the trees, which the ``npugraph_ex`` backend uses too.
 
-A replay writes its results into the graph's static memory, over those of the previous run.
-What the program holds of earlier runs is guarded as torch_npu's NPU graph trees
-(``torch_npu/npu/_graph_tree.py``, CUDA's graph trees for npu) guard it:
-
-- Every graph run hands out fresh tensors over the static memory, on storages of their own
-  (torch.ops.npusim._graph_output_aliases, csrc/compile/GraphOutputAliases.cpp).
-- Runs belong to *generations*: a call of a compiled function begins a new one (Dynamo's
-  generation counter), unless forwards still wait for their backward; any call after
-  ``torch.compiler.npugraph_mark_step_begin()`` does.
-- A replay over outputs of an earlier generation that the program still holds invalidates them
-  first: reading one, or any view of it, raises torch_npu's "Error: accessing tensor output of
-  NPUGraphs that has been overwritten by a subsequent run. ..." with the source line that
-  produced it, instead of showing the new values.
-- Within one generation a graph never overwrites outputs still in use (a forward's saved
-  activations before their backward, a gradient that accumulates): the compiled code runs
-  without the graph, into fresh memory, with torch_npu's warning that the fast path is out of
-  reach.
-
-Memory is shared across graphs as in the trees: all graphs of a device capture into one pool
-(``torch._inductor.config.triton.cudagraph_trees = False`` gives each graph a private pool,
-as torch_npu's non-tree path), and a captured graph holds its temporaries by address only
-(npusim.compile.graphs), so a graph captured later reuses the temporaries of the graphs
-captured before it. Each graph knows the memory it writes (its temporaries and outputs, not its
-inputs); before a replay, every output the program still holds that lies in that memory, of
-any graph, is checked: from an earlier generation it is invalidated (the error above), within
-the generation the graph runs without replay instead (the warning above). So an output is
-invalidated exactly when a replay overwrites it, where the trees also invalidate the other
-graphs' outputs of the previous generation when a new one starts to record or warm up.
-Warm-up runs use fresh memory and their outputs stay valid.
+:func:`npu_graphify`: the first call per input signature runs the compiled code as it is
+(warm-up), the second captures it into a ``torch.npu.NPUGraph`` on static copies of its
+non-static inputs, in a private pool, and every later call copies the new inputs into those and
+replays the graph: one graph launch instead of one host dispatch per kernel. Every graph run
+hands out fresh tensors over the graph's memory, on storages of their own
+(torch.ops.npusim._graph_output_aliases, csrc/compile/GraphOutputAliases.cpp). Runs belong to
+generations as in the trees (a call of a compiled function begins one unless forwards still
+wait for their backward; any call after ``torch.compiler.npugraph_mark_step_begin()`` does); a
+replay over outputs of an earlier generation that the program still holds invalidates them
+first (torch_npu's "Error: accessing tensor output of NPUGraphs that has been overwritten by a
+subsequent run. ..."), and within one generation a graph never overwrites outputs still in use:
+the compiled code runs without the graph, with torch_npu's fast-path warning.
 """
 
 from __future__ import annotations
