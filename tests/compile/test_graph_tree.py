@@ -155,3 +155,19 @@ def test_a_busy_forward_is_recorded_as_a_child_and_a_repeated_pattern_warns_once
         kept.append(compiled(x))
         kept.append(compiled(x))
     sum(k.sum() for k in kept).backward()
+
+
+def test_a_cached_output_is_live_while_the_program_holds_it_or_a_view_of_it():
+    compiled = torch.compile(_step, mode="reduce-overhead")
+    w, xs = _inputs(4)
+    for x in xs[:3]:
+        compiled(x, w)
+    out = compiled(xs[3], w)  # a replay: the node's cached output
+    node = next(graph_tree.get_manager(0).get_roots())
+    ref = node.outputs_weakrefs[0]
+    assert graph_tree.is_live(ref) and not node.all_outputs_are_dead()
+    view = out[1:]
+    del out
+    assert graph_tree.is_live(ref)  # the tree's own references do not count, a view does
+    del view
+    assert not graph_tree.is_live(ref) and node.all_outputs_are_dead()
