@@ -123,6 +123,11 @@ def test_torch_npu_c_bindings_of_the_trees():
     metadata = {"size": (2,), "stride": (1,), "dtype": torch.float32, "device": a.device, "storage_offset": 1}
     view = C._construct_NPU_Tensor_From_Storage_And_Metadata(metadata, a.untyped_storage())
     assert view.data_ptr() == a.data_ptr() + 4 and view.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
+    nz = torch.zeros(16, 16, device="npu")
+    formatted = C._construct_NPU_Tensor_From_Storage_And_Metadata(
+        {"size": (16, 16), "stride": (16, 1), "dtype": torch.float32, "device": nz.device, "storage_offset": 0,
+         "npu_format": 29}, nz.untyped_storage())
+    assert torch_npu.get_npu_format(formatted) == torch_npu.Format.FRACTAL_NZ
     pool = torch.npu.graph_pool_handle()
     C._npu_beginAllocateCurrentThreadToPool(0, pool)
     try:

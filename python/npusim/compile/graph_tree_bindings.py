@@ -110,9 +110,16 @@ def _npu_checkPoolLiveAllocations(device: Any, pool: tuple[int, int], expected_l
 
 def _construct_NPU_Tensor_From_Storage_And_Metadata(metadata: dict[str, Any], storage: torch.UntypedStorage) -> torch.Tensor:
     """An npu tensor over ``storage`` with the geometry and dtype of ``metadata`` (as the graph
-    trees' ``_tensor_metadata`` records them)."""
+    trees' ``_tensor_metadata`` records them), and its storage format when ``metadata`` names
+    one (``npu_format``, an ACL format number)."""
     tensor = torch.empty((0,), dtype=metadata["dtype"], device=metadata["device"])
     tensor.set_(storage, metadata["storage_offset"], metadata["size"], metadata["stride"])
+    if "npu_format" in metadata:
+        from npusim.npu import formats
+
+        fmt = formats._as_format(metadata["npu_format"])
+        if fmt != formats._guess_base_format(len(metadata["size"])):
+            formats._record(tensor, fmt, tuple(metadata["size"]))
     return tensor
 
 
