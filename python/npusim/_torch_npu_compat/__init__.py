@@ -78,6 +78,11 @@ npu.graphs = _npu_graphs  # torch_npu.npu is npusim.npu: `import torch_npu.npu.g
 from npusim.compile import graph_conditionals as _graph_conditionals  # noqa: E402
 
 sys.modules[__name__ + ".npu._npugraph_conditional_nodes"] = _graph_conditionals
+from npusim.compile import graph_tree as _graph_tree  # noqa: E402
+
+sys.modules[__name__ + ".npu._graph_tree"] = _graph_tree
+npu._graph_tree = _graph_tree
+_graph_tree._C = _C  # the trees call their bindings through torch_npu._C, as torch_npu's do
 
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
 from . import _custom_ops  # noqa: E402

@@ -197,6 +197,10 @@ _activate_npu_trace = _npusim_C._activate_npu_trace
 _empty_strided_npu = _npusim_C._empty_strided_npu
 
 
+# The bindings of NPU graph trees (torch_npu.npu._graph_tree).
+from npusim.compile.graph_tree_bindings import *  # noqa: E402,F401,F403
+
+
 # Recovery from device faults (torch_npu.npu._recovery calls these).
 def _check_npu_data_ptr(storage) -> bool:
     from npusim.npu import _recovery
