@@ -86,9 +86,11 @@ from npusim.compile import aclgraph_update_plan as _update_plan  # noqa: E402
 from npusim.compile import aclgraph_update_plan_codegen as _update_plan_codegen  # noqa: E402
 from npusim.compile import graph_op_handlers as _graph_op_handlers  # noqa: E402
 from npusim.compile import graph_op_handlers_builtin as _graph_op_handlers_builtin  # noqa: E402
+from npusim.compile import graph_trace_align as _graph_trace_align  # noqa: E402
 
 for _module_name, _module in (
     (".npu._npugraph_handlers", _graph_op_handlers_builtin),
+    (".npu._npugraph_utils", _graph_trace_align),
     (".npu._npugraph_handlers.npugraph_handler", _graph_op_handlers),
     (".npu._aclgraph_update_plan", _update_plan),
     (".npu._aclgraph_update_plan.resolver", _update_plan),
@@ -98,6 +100,7 @@ for _module_name, _module in (
     sys.modules[__name__ + _module_name] = _module
 npu._npugraph_handlers = _graph_op_handlers_builtin
 npu._aclgraph_update_plan = _update_plan
+npu._npugraph_utils = _graph_trace_align
 del _module_name, _module
 
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import json
+import logging
 import warnings
 from typing import Any, Callable
 
@@ -37,6 +39,7 @@ from npusim import _C
 from npusim._error_code import ErrCode, SubModule, error_suffix, pta_error
 from npusim.compile import _native, graph_pool, kernel_launch
 from npusim.compile import graph_capture_state as _capture_state
+from npusim.compile import graph_trace_align
 from npusim.compile.graph_dispatch import GraphDispatchMode
 from npusim.compile.graph_task_groups import ALLOCATIONS, TaskGroup, snapshot_host_values
 from npusim.compile.graph_rng import CaptureRng, is_random_operator
@@ -708,10 +711,29 @@ class NPUGraph:
         r"""Keep the captured operators for :meth:`debug_dump` (always kept in npusim)."""
 
     def debug_dump(self, debug_path: str) -> None:
-        r"""Write the captured kernels, one a line with how replay runs it, to ``debug_path``."""
+        r"""Write the captured graph to ``debug_path`` as Chrome trace events, one per task on
+        the capture stream, with how replay runs it; then ``<debug_path>.aligned.json``, the
+        tasks laid end to end (npusim.compile.graph_trace_align). Without a successful capture
+        nothing is written, as torch_npu's dump leaves the file alone then."""
+        if not self._captured:
+            return None
+        stream = f"stream{self._stream.stream_id}" if self._stream is not None else "stream0"
+        events, clock = [], 0.0
+        for operation, plan in zip(self._operations, self._plans):
+            costs = getattr(operation, "costs", ()) or ()
+            duration = sum(device_ns for _, device_ns, _ in costs) / 1000.0
+            events.append({"name": operation.name, "ph": "X", "pid": self._device, "tid": stream, "ts": clock,
+                           "dur": duration, "args": {"Task Type": plan}})
+            clock += duration
         with open(debug_path, "w", encoding="utf-8") as out:
-            for operation, plan in zip(self._operations, self._plans):
-                out.write(f"{operation.name}\t{plan}\n")
+            json.dump({"traceEvents": events}, out, indent=1)
+        try:
+            graph_trace_align.align_trace_json(debug_path, None)
+        except Exception:  # noqa: BLE001 - the aligned view is optional: the dump stays
+            logging.getLogger(__name__).warning(
+                "Failed to generate aligned trace for %s; an existing aligned trace, if any, was not updated",
+                debug_path, exc_info=True)
+        return None
 
     @property
     def operators(self) -> list[str]:
