@@ -58,10 +58,16 @@ int64_t pagedAttentionHost(const Tensor& query, const Tensor& keyCache, const Te
                            int64_t numHeads, double scale, const Tensor& blockTable, const Tensor& contextLens,
                            const Tensor& out) {
   const int64_t blockSize = keyCache.size(1), tokens = query.size(0);
+  if (contextLens.is_meta()) return tokens * blockTable.size(1) * blockSize;  // estimate-only, device lengths
   const Tensor lengths = contextLens.to(at::kCPU, at::kLong).contiguous();
-  const Tensor table = blockTable.to(at::kLong);
   const int64_t* length = lengths.data_ptr<int64_t>();
   int64_t attended = 0;
+  if (query.is_meta()) {
+    // Estimate-only mode: the caches have no data, the (host) lengths do; only the work counts.
+    for (int64_t i = 0; i < tokens; ++i) attended += length[i];
+    return attended;
+  }
+  const Tensor table = blockTable.to(at::kLong);
   for (int64_t i = 0; i < tokens; ++i) {
     const int64_t len = length[i];
     const int64_t blocks = (len + blockSize - 1) / blockSize;

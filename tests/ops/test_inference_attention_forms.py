@@ -107,3 +107,19 @@ def test_paged_attention_matches_reference_with_gqa():
     with pytest.raises(RuntimeError, match="multiple of num_kv_heads"):
         torch_npu._npu_paged_attention(query.npu(), key_cache.npu(), value_cache.npu(), 3, 4, 0.25,
                                        block_table.npu(), context_lens, out)
+
+
+def test_estimate_only_mode_shapes():
+    with npusim.estimate():
+        query = torch.empty(2, 4, 16, device="npu")
+        key_cache = torch.empty(6, 4, 2, 16, device="npu")
+        value_cache = torch.empty(6, 4, 2, 8, device="npu")
+        out = torch.empty(2, 4, 8, device="npu")
+        torch_npu._npu_paged_attention(query, key_cache, value_cache, 2, 4, 0.3,
+                                       torch.zeros(2, 3, dtype=torch.int32, device="npu"),
+                                       torch.tensor([5, 9], dtype=torch.int32), out)
+        q = torch.empty(2, 4, 1, 8, device="npu")
+        k = torch.empty(2, 2, 6, 8, device="npu")
+        attention_out, lse = torch_npu.npu_fused_infer_attention_score_v2(
+            q, k, k, num_query_heads=4, num_key_value_heads=2, input_layout="BNSD", return_softmax_lse=True)
+        assert attention_out.shape == (2, 4, 1, 8) and lse.shape == (2, 4, 1, 1)
