@@ -8,6 +8,7 @@ import torch
 
 import npusim  # noqa: F401
 import torch_npu
+from npusim import _C
 
 
 def decode_inputs():
@@ -86,7 +87,9 @@ def test_auto_dispatch_capture_and_update_functional_form():
     records = graph.graph_dispatch_mode.graph_dispatch_records
     assert [r.op_cache_entry.__name__ for r in records] == ["npu_fused_infer_attention_score.out"]
     for lengths in ([6, 2], [3, 6], [6, 2]):
+        host_before = _C._timeline_info(0)["host_ns"]
         graph.update(cpu_update_input=[{"actual_seq_lengths_kv": lengths}])
+        assert _C._timeline_info(0)["host_ns"] > host_before  # one launch from the host per updated task
         graph.replay()
         torch.testing.assert_close(out.cpu(), eager(q, k, v, lengths))
     with pytest.raises(RuntimeError, match="only 2 elements"):

@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from npusim._error_code import ErrCode, SubModule, error_suffix
-from npusim.compile import graph_capture_state
+from npusim.compile import _native, graph_capture_state
 
 __all__ = ["graph_task_group_begin", "graph_task_group_end", "graph_task_update_begin", "graph_task_update_end"]
 
@@ -185,6 +185,9 @@ class _TaskUpdate:
                 f"graph task update: operator {index} of the task group is {captured.func}, the update issued {func}."
             )
         self.calls.append((func, snapshot_host_values(args), snapshot_host_values(kwargs)))
+        # The update is one launch from the host (the operator's new launch arguments) of a task
+        # on the update stream that rewrites the captured kernel; the kernel itself does not run.
+        _native.charge_graph_launch(self.stream.device_index)
         return _result_of(func, args, kwargs, captured.outputs)
 
     def apply(self) -> None:
