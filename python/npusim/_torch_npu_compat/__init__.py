@@ -101,6 +101,10 @@ for _module_name, _module in (
 npu._npugraph_handlers = _graph_op_handlers_builtin
 npu._aclgraph_update_plan = _update_plan
 npu._npugraph_utils = _graph_trace_align
+# torch_npu defines ExternalEvent in torch_npu.npu.streams, next to Event.
+from npusim.compile.graph_external_event import ExternalEvent as _ExternalEvent  # noqa: E402
+
+npu.streams.ExternalEvent = _ExternalEvent
 del _module_name, _module
 
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
