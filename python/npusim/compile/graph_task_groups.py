@@ -106,10 +106,12 @@ class TaskGroup:
 class TaskGroupHandle:
     r"""The handle of a captured task group (``graph_task_group_end``'s result)."""
 
-    __slots__ = ("group", "graph")
+    # The group only, not its graph: a graph keeps the handles of its automatic dispatch
+    # records, and a cycle back to it would hold its memory pool past ``del graph``.
+    __slots__ = ("group",)
 
-    def __init__(self, group: TaskGroup, graph: Any) -> None:
-        self.group, self.graph = group, graph
+    def __init__(self, group: TaskGroup) -> None:
+        self.group = group
 
     def __repr__(self) -> str:
         return f"<torch_npu.npu.TaskGroupHandle of {self.group.name}>"
@@ -128,7 +130,7 @@ def graph_task_group_end(stream) -> TaskGroupHandle:
     capture = graph_capture_state.capturing_on(stream)
     if capture is None:
         raise _graph_error("graph_task_group_end() needs a stream that is capturing an NPUGraph.")
-    return TaskGroupHandle(capture.close_task_group(), capture)
+    return TaskGroupHandle(capture.close_task_group())
 
 
 # The update in progress per stream (a stream runs one update region at a time).
@@ -156,7 +158,10 @@ def graph_task_update_end(stream) -> None:
     if update is None:
         raise _graph_error("graph_task_update_end() without graph_task_update_begin() on this stream.")
     update.mode.__exit__(None, None, None)
-    update.apply()
+    try:
+        update.apply()
+    finally:
+        update.close()
 
 
 def abort_task_update(stream) -> None:
@@ -164,6 +169,7 @@ def abort_task_update(stream) -> None:
     update = _updates.pop(stream, None)
     if update is not None:
         update.mode.__exit__(None, None, None)
+        update.close()
 
 
 class _TaskUpdate:
@@ -189,6 +195,11 @@ class _TaskUpdate:
         # on the update stream that rewrites the captured kernel; the kernel itself does not run.
         _native.charge_graph_launch(self.stream.device_index)
         return _result_of(func, args, kwargs, captured.outputs)
+
+    def close(self) -> None:
+        """Drops the issued calls and the mode (a cycle with it would keep their tensors)."""
+        self.calls = []
+        self.mode = None
 
     def apply(self) -> None:
         kernels = self.group.kernels()
