@@ -82,10 +82,10 @@ sys.modules[__name__ + ".npu._npugraph_conditional_nodes"] = _graph_conditionals
 # NPUGraph updates: the operator handlers of automatic dispatch capture, the update plans of
 # compiled code and Inductor's writer of them, under torch_npu's module names (the Inductor one
 # without importing torch_npu._inductor, which loads Dynamo).
-from npusim.compile import aclgraph_update_plan as _update_plan  # noqa: E402
-from npusim.compile import aclgraph_update_plan_codegen as _update_plan_codegen  # noqa: E402
-from npusim.compile import graph_op_handlers as _graph_op_handlers  # noqa: E402
-from npusim.compile import graph_op_handlers_builtin as _graph_op_handlers_builtin  # noqa: E402
+from npusim.compile.graph_updates import update_plan as _update_plan  # noqa: E402
+from npusim.compile.graph_updates import update_plan_codegen as _update_plan_codegen  # noqa: E402
+from npusim.compile.graph_updates import op_handlers as _graph_op_handlers  # noqa: E402
+from npusim.compile.graph_updates import op_handlers_builtin as _graph_op_handlers_builtin  # noqa: E402
 from npusim.compile import graph_trace_align as _graph_trace_align  # noqa: E402
 
 for _module_name, _module in (
@@ -102,7 +102,7 @@ npu._npugraph_handlers = _graph_op_handlers_builtin
 npu._aclgraph_update_plan = _update_plan
 npu._npugraph_utils = _graph_trace_align
 # torch_npu defines ExternalEvent in torch_npu.npu.streams, next to Event.
-from npusim.compile.graph_external_event import ExternalEvent as _ExternalEvent  # noqa: E402
+from npusim.compile.graph_updates.external_event import ExternalEvent as _ExternalEvent  # noqa: E402
 
 npu.streams.ExternalEvent = _ExternalEvent
 del _module_name, _module

@@ -9,7 +9,7 @@ in this module for them.
 from npusim.compile import graph_debug_ops as _graph_debug_ops
 from npusim.compile import host_functions as _host_functions
 from npusim.compile.super_kernel import super_kernel_scope_begin, super_kernel_scope_end  # noqa: F401
-from npusim.compile.graph_task_groups import (  # noqa: F401
+from npusim.compile.graph_updates.task_groups import (  # noqa: F401
     graph_task_group_begin,
     graph_task_group_end,
     graph_task_update_begin,

@@ -161,12 +161,12 @@ _GRAPH_UPDATE_NAMES = (
 
 def _graph_update_attribute(name: str):
     if name.startswith("graph_task"):
-        from npusim.compile import graph_task_groups as module
+        from npusim.compile.graph_updates import task_groups as module
     elif name == "ExternalEvent":
-        from npusim.compile import graph_external_event as module
+        from npusim.compile.graph_updates import external_event as module
     else:
-        from npusim.compile import graph_op_handlers_builtin  # noqa: F401  (the built-in handlers)
-        from npusim.compile import graph_op_handlers as module
+        from npusim.compile.graph_updates import op_handlers_builtin  # noqa: F401  (the built-in handlers)
+        from npusim.compile.graph_updates import op_handlers as module
     return getattr(module, name)
 
 

@@ -40,8 +40,8 @@ from npusim._error_code import ErrCode, SubModule, error_suffix, pta_error
 from npusim.compile import _native, graph_pool, kernel_launch
 from npusim.compile import graph_capture_state as _capture_state
 from npusim.compile import graph_trace_align
-from npusim.compile.graph_dispatch import GraphDispatchMode
-from npusim.compile.graph_task_groups import ALLOCATIONS, TaskGroup, snapshot_host_values
+from npusim.compile.graph_updates.dispatch_capture import GraphDispatchMode
+from npusim.compile.graph_updates.task_groups import ALLOCATIONS, TaskGroup, snapshot_host_values
 from npusim.compile.graph_rng import CaptureRng, is_random_operator
 
 __all__ = [

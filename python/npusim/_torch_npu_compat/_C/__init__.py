@@ -257,42 +257,42 @@ def __getattr__(name: str) -> Any:
 
 # NPUGraph task groups (torch_npu.npu.graphs calls these bindings).
 def _graph_task_group_begin(stream) -> None:
-    from npusim.compile import graph_task_groups
+    from npusim.compile.graph_updates import task_groups
 
-    graph_task_groups.graph_task_group_begin(stream)
+    task_groups.graph_task_group_begin(stream)
 
 
 def _graph_task_group_end(stream):
-    from npusim.compile import graph_task_groups
+    from npusim.compile.graph_updates import task_groups
 
-    return graph_task_groups.graph_task_group_end(stream)
+    return task_groups.graph_task_group_end(stream)
 
 
 def _graph_task_update_begin(stream, handle) -> None:
-    from npusim.compile import graph_task_groups
+    from npusim.compile.graph_updates import task_groups
 
-    graph_task_groups.graph_task_update_begin(stream, handle)
+    task_groups.graph_task_update_begin(stream, handle)
 
 
 def _graph_task_update_end(stream) -> None:
-    from npusim.compile import graph_task_groups
+    from npusim.compile.graph_updates import task_groups
 
-    graph_task_groups.graph_task_update_end(stream)
+    task_groups.graph_task_update_end(stream)
 
 
 def _npu_fused_infer_attention_score_out_graph(stream, handle, event, *args, **kwargs):
     """torch_npu's one-call update of a captured npu_fused_infer_attention_score.out: on
     ``stream``, updates task group ``handle`` with the call's new arguments and records ``event``
     (which the graph waits on); returns the call's ``out`` tensors."""
-    from npusim.compile import graph_task_groups
+    from npusim.compile.graph_updates import task_groups
 
-    graph_task_groups.graph_task_update_begin(stream, handle)
+    task_groups.graph_task_update_begin(stream, handle)
     try:
         torch.ops.npu.npu_fused_infer_attention_score.out(*args, **kwargs)
     except BaseException:
-        graph_task_groups.abort_task_update(stream)
+        task_groups.abort_task_update(stream)
         raise
-    graph_task_groups.graph_task_update_end(stream)
+    task_groups.graph_task_update_end(stream)
     event.record(stream)
     out = kwargs["out"]
     return out[0], out[1]

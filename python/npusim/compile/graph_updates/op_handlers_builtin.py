@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from npusim.compile.graph_op_handlers import NpuGraphOpHandler, register_npu_graph_handler
+from npusim.compile.graph_updates.op_handlers import NpuGraphOpHandler, register_npu_graph_handler
 
 __all__: list[str] = []
 

@@ -1,7 +1,7 @@
 """NPUGraph's automatic dispatch capture (``torch.npu.graph(g, auto_dispatch_capture=True)``)
 and ``NPUGraph.update(cpu_update_input)``, as torch_npu's ``_GraphDispatchMode`` does them.
 
-While such a capture runs, every operator that has a handler (npusim.compile.graph_op_handlers)
+While such a capture runs, every operator that has a handler (.op_handlers)
 is captured as its own task group behind an ExternalEvent wait and reset, and the call is
 recorded. ``update`` then writes new host arguments into each recorded call, re-issues it as a
 task update on one update stream shared by all graphs, and records the call's event there: the
@@ -18,10 +18,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from npusim._error_code import ErrCode, pta_error
-from npusim.compile import graph_op_handlers_builtin  # noqa: F401  (registers the built-in handlers)
-from npusim.compile.graph_external_event import ExternalEvent
-from npusim.compile.graph_op_handlers import _NPU_GRAPH_OP_HANDLERS
-from npusim.compile.graph_task_groups import (
+from npusim.compile.graph_updates import op_handlers_builtin  # noqa: F401  (registers the built-in handlers)
+from npusim.compile.graph_updates.external_event import ExternalEvent
+from npusim.compile.graph_updates.op_handlers import _NPU_GRAPH_OP_HANDLERS
+from npusim.compile.graph_updates.task_groups import (
     abort_task_update,
     graph_task_group_begin,
     graph_task_group_end,

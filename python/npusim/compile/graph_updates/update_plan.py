@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from npusim._error_code import ErrCode, pta_error
-from npusim.compile.graph_op_handlers import handler_for, update_specs_of
+from npusim.compile.graph_updates.op_handlers import handler_for, update_specs_of
 
 __all__ = [
     "ACLGRAPH_UPDATE_PLAN_GLOBAL",

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from npusim._error_code import ErrCode, pta_error
-from npusim.compile import graph_op_handlers_builtin  # noqa: F401  (the built-in handlers)
-from npusim.compile.aclgraph_update_plan import ACLGRAPH_UPDATE_PLAN_GLOBAL, base_op_name
-from npusim.compile.graph_op_handlers import handler_for, update_specs_of
+from npusim.compile.graph_updates import op_handlers_builtin  # noqa: F401  (the built-in handlers)
+from npusim.compile.graph_updates.update_plan import ACLGRAPH_UPDATE_PLAN_GLOBAL, base_op_name
+from npusim.compile.graph_updates.op_handlers import handler_for, update_specs_of
 
 __all__ = [
     "append_inductor_aclgraph_update_plan_for_codegen_node",
