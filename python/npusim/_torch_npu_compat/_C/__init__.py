@@ -257,3 +257,46 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(
         f"module 'torch_npu._C' has no attribute '{name}' (npusim does not provide this torch_npu binding)"
     )
+
+
+# NPUGraph task groups (torch_npu.npu.graphs calls these bindings).
+def _graph_task_group_begin(stream) -> None:
+    from npusim.compile.graph_updates import task_groups
+
+    task_groups.graph_task_group_begin(stream)
+
+
+def _graph_task_group_end(stream):
+    from npusim.compile.graph_updates import task_groups
+
+    return task_groups.graph_task_group_end(stream)
+
+
+def _graph_task_update_begin(stream, handle) -> None:
+    from npusim.compile.graph_updates import task_groups
+
+    task_groups.graph_task_update_begin(stream, handle)
+
+
+def _graph_task_update_end(stream) -> None:
+    from npusim.compile.graph_updates import task_groups
+
+    task_groups.graph_task_update_end(stream)
+
+
+def _npu_fused_infer_attention_score_out_graph(stream, handle, event, *args, **kwargs):
+    """torch_npu's one-call update of a captured npu_fused_infer_attention_score.out: on
+    ``stream``, updates task group ``handle`` with the call's new arguments and records ``event``
+    (which the graph waits on); returns the call's ``out`` tensors."""
+    from npusim.compile.graph_updates import task_groups
+
+    task_groups.graph_task_update_begin(stream, handle)
+    try:
+        torch.ops.npu.npu_fused_infer_attention_score.out(*args, **kwargs)
+    except BaseException:
+        task_groups.abort_task_update(stream)
+        raise
+    task_groups.graph_task_update_end(stream)
+    event.record(stream)
+    out = kwargs["out"]
+    return out[0], out[1]
