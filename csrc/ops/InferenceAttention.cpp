@@ -11,6 +11,7 @@
 #include <cctype>
 
 #include "ops/AttentionMath.h"
+#include "ops/BoxedArguments.h"
 #include "ops/KernelSupport.h"
 #include "perf/Calibration.h"
 
@@ -304,7 +305,242 @@ std::tuple<Tensor, Tensor> fusedInferAttentionMeta(NPUSIM_FIA_PARAMS) {
   return fusedInferAttentionImpl(NPUSIM_FIA_ARGS, false);
 }
 
+// ------------------------------------------------------------ fused infer attention: out=, workspace, v2
+//
+// The out= forms, the workspace and output allocators and the v2 form (renamed arguments)
+// share the arguments of the functional form, read by name from the boxed call.
+
+// The argument names of the two generations of the operator.
+struct FusedInferNames {
+  const char* op;
+  const char* heads;
+  const char* scale;
+  const char* seqQ;
+  const char* seqKv;
+  const char* lseFlag;
+  std::vector<const char*> unsupported;  // quantised, paged, shared-prefix and rope inputs
+};
+
+const FusedInferNames& namesOf(bool v2) {
+  static const FusedInferNames v1Names{
+      "npu_fused_infer_attention_score", "num_heads", "scale", "actual_seq_lengths", "actual_seq_lengths_kv",
+      "softmax_lse_flag",
+      {"dequant_scale1", "quant_scale1", "dequant_scale2", "quant_scale2", "quant_offset2", "antiquant_scale",
+       "antiquant_offset", "key_antiquant_scale", "key_antiquant_offset", "value_antiquant_scale",
+       "value_antiquant_offset", "block_table", "query_padding_size", "kv_padding_size", "key_shared_prefix",
+       "value_shared_prefix", "actual_shared_prefix_len", "query_rope", "key_rope", "key_rope_antiquant_scale"}};
+  static const FusedInferNames v2Names{
+      "npu_fused_infer_attention_score_v2", "num_query_heads", "softmax_scale", "actual_seq_qlen", "actual_seq_kvlen",
+      "return_softmax_lse",
+      {"query_rope", "key_rope", "block_table", "dequant_scale_query", "dequant_scale_key", "dequant_offset_key",
+       "dequant_scale_value", "dequant_offset_value", "dequant_scale_key_rope", "quant_scale_out", "quant_offset_out",
+       "learnable_sink", "query_dtype", "key_dtype", "value_dtype", "query_rope_dtype", "key_rope_dtype",
+       "key_shared_prefix_dtype", "value_shared_prefix_dtype", "dequant_scale_query_dtype", "dequant_scale_key_dtype",
+       "dequant_scale_value_dtype", "dequant_scale_key_rope_dtype", "out_dtype"}};
+  return v2 ? v2Names : v1Names;
+}
+
+void requireSupportedInputs(const BoxedArguments& args, const FusedInferNames& names) {
+  for (const char* name : names.unsupported) {
+    TORCH_CHECK(!args.present(name), names.op, ": ", name,
+                " is not supported by npusim (quantised, paged, shared-prefix and rope inputs and explicit dtypes are "
+                "not simulated; contiguous fp16, bf16 or fp32 key/value only).",
+                notSupported());
+  }
+}
+
+InferArguments inferArgumentsOf(const BoxedArguments& args, const FusedInferNames& names) {
+  InferArguments a;
+  a.op = names.op;
+  a.heads = args.integer(names.heads), a.kvHeads = args.integer("num_key_value_heads");
+  a.scale = args.real(names.scale);
+  a.pre = args.integer("pre_tokens"), a.next = args.integer("next_tokens"), a.sparseMode = args.integer("sparse_mode");
+  a.seqQ = args.integers(names.seqQ), a.seqKv = args.integers(names.seqKv);
+  return a;
+}
+
+// The attention output's shape for `layout` (output side), from the query and the value.
+std::vector<int64_t> attentionOutShape(const Tensor& query, const Tensor& value, c10::string_view layoutText,
+                                       int64_t heads, int64_t kvHeads, const char* op) {
+  const InferLayout layout = parseInferLayout(layoutText, op);
+  NPU_OPS_CHECK_VALUE(heads > 0, "numHeads should be greater than 0, but got ", heads);
+  const int64_t kv = kvHeads == 0 ? heads : kvHeads;
+  const int64_t rank = layout.input == AttentionLayout::kBSH ? 3 : 4;
+  NPU_OPS_CHECK(query.dim() == rank && value.dim() == rank, op, ": query and value must be ", rank,
+                "-dimensional for this layout, but got ", query.dim(), " and ", value.dim());
+  int64_t batch = query.size(0), sq = 0, valueDim = 0;
+  switch (layout.input) {
+    case AttentionLayout::kBSH: sq = query.size(1), valueDim = value.size(2) / kv; break;
+    case AttentionLayout::kBSND: sq = query.size(1), valueDim = value.size(3); break;
+    default: sq = query.size(2), valueDim = value.size(3); break;  // BNSD
+  }
+  switch (layout.output) {
+    case AttentionLayout::kBSH: return {batch, sq, heads * valueDim};
+    case AttentionLayout::kBSND: return {batch, sq, heads, valueDim};
+    default: return {batch, heads, sq, valueDim};
+  }
+}
+
+std::vector<int64_t> lseShape(const Tensor& query, c10::string_view layoutText, int64_t heads, bool lseFlag,
+                              const char* op) {
+  if (!lseFlag) return {1};
+  const InferLayout layout = parseInferLayout(layoutText, op);
+  const int64_t sq = layout.input == AttentionLayout::kBNSD ? query.size(2) : query.size(1);
+  return {query.size(0), heads, sq, 1};
+}
+
+// npusim's workspace of the kernel: CANN's 16 MiB system workspace and the partial results of
+// a split over the keys (flash decoding: up to kKvSplits pieces per query row, each with its
+// Dv outputs, its row maximum and its row sum in fp32). It does not depend on the valid
+// lengths, so the largest workspace any lengths need is this one.
+constexpr int64_t kSystemWorkspaceBytes = 16 << 20;
+constexpr int64_t kKvSplits = 64;
+
+int64_t workspaceBytes(const Tensor& query, const Tensor& value, c10::string_view layoutText, int64_t heads,
+                       int64_t kvHeads, const char* op) {
+  const auto out = attentionOutShape(query, value, layoutText, heads, kvHeads, op);
+  int64_t rows = 1;
+  for (int64_t d : out) rows *= d;
+  const InferLayout layout = parseInferLayout(layoutText, op);
+  const int64_t valueDim = layout.output == AttentionLayout::kBSH ? out[2] / heads : out.back();
+  rows /= std::max<int64_t>(valueDim, 1);
+  return kSystemWorkspaceBytes + rows * kKvSplits * (valueDim + 2) * 4;
+}
+
+// The math of one call: the host results (out in the query's dtype, lse in fp32 as the
+// functional form returns it), charged on the device when `onDevice`.
+std::pair<Tensor, Tensor> fusedInferResults(const BoxedArguments& args, const FusedInferNames& names, bool onDevice) {
+  requireSupportedInputs(args, names);
+  const InferArguments a = inferArgumentsOf(args, names);
+  const Tensor query = args.tensor("query"), key = args.tensor("key"), value = args.tensor("value");
+  const OptionalTensor pse = args.optionalTensor("pse_shift"), mask = args.optionalTensor("atten_mask");
+  const std::string layoutText = args.text("input_layout");
+  const InferLayout layout = parseInferLayout(layoutText, names.op);
+  const bool lseFlag = args.boolean(names.lseFlag);
+  auto finish = [&](const InferResult& r, const Tensor& like) -> std::pair<Tensor, Tensor> {
+    return {r.out, lseFlag ? r.lse : at::zeros({1}, like.options().dtype(at::kFloat))};
+  };
+  if (!onDevice) return finish(inferAttention(query, key, value, pse, mask, layout, a), query);
+  requireChip(names.op, {ChipFamily::kAtlasA2, ChipFamily::kAtlasA3});
+  requireNpuTensors({&query, &key, &value});
+  requireNpuTensor(mask);
+  requireNpuTensor(pse);
+  const Tensor hostQuery = hostOperand(query);
+  const InferResult r =
+      inferAttention(hostQuery, hostOperand(key), hostOperand(value), hostOperand(pse), hostOperand(mask), layout, a);
+  chargeInfer(names.op == std::string("npu_fused_infer_attention_score") ? "npu::npu_fused_infer_attention_score"
+                                                                         : "npu::npu_fused_infer_attention_score_v2",
+              query, key, value, r, a.heads);
+  return finish(r, hostQuery);
+}
+
+template <bool kV2, bool kOnDevice>
+void fusedInferDefaultBoxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  BoxedArguments args(op, stack);
+  auto [out, lse] = fusedInferResults(args, namesOf(kV2), kOnDevice);
+  if (kOnDevice) {
+    const int device = args.tensor("query").device().index();
+    out = deviceResult(out, device), lse = deviceResult(lse, device);
+  }
+  args.finish({std::move(out), std::move(lse)});
+}
+
+template <bool kV2, bool kOnDevice>
+void fusedInferOutBoxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  BoxedArguments args(op, stack);
+  const FusedInferNames& names = namesOf(kV2);
+  const std::vector<Tensor> outs = args.tensors("out");
+  NPU_OPS_CHECK(outs.size() == 2, names.op, ".out: out must hold [attention_out, softmax_lse], but has ", outs.size(),
+                " tensors");
+  const Tensor query = args.tensor("query"), value = args.tensor("value");
+  const std::string layoutText = args.text("input_layout");
+  const int64_t heads = args.integer(names.heads), kvHeads = args.integer("num_key_value_heads");
+  const auto outShape = attentionOutShape(query, value, layoutText, heads, kvHeads, names.op);
+  NPU_OPS_CHECK(outs[0].sizes().vec() == outShape, names.op, ".out: attention_out has shape ", outs[0].sizes(),
+                ", the operator writes ", c10::IntArrayRef(outShape));
+  const bool lseFlag = args.boolean(names.lseFlag);
+  const auto lse = lseShape(query, layoutText, heads, lseFlag, names.op);
+  int64_t lseNumel = 1;
+  for (int64_t d : lse) lseNumel *= d;
+  NPU_OPS_CHECK(outs[1].numel() >= lseNumel, names.op, ".out: softmax_lse has ", outs[1].numel(),
+                " elements, the operator writes ", lseNumel);
+  if (const OptionalTensor workspace = args.optionalTensor("workspace"); workspace.has_value()) {
+    const int64_t needed = workspaceBytes(query, value, layoutText, heads, kvHeads, names.op);
+    const int64_t given = workspace->numel() * static_cast<int64_t>(workspace->element_size());
+    NPU_OPS_CHECK(given >= needed, names.op, ".out: the workspace has ", given, " bytes, the kernel needs ", needed,
+                  " (allocate it with _", names.op, "_get_max_workspace)");
+  }
+  auto [out, lseValues] = fusedInferResults(args, names, kOnDevice);
+  if (kOnDevice) {
+    // The kernel writes the caller's memory (host aliases of it: no copy is charged).
+    hostOperand(outs[0]).copy_(out);
+    hostOperand(outs[1]).reshape({-1}).narrow(0, 0, lseNumel).copy_(lseValues.reshape({-1}));
+  }
+  args.finish({c10::IValue(outs)});
+}
+
+template <bool kV2, bool kOnDevice>
+void fusedInferWorkspaceBoxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  BoxedArguments args(op, stack);
+  const FusedInferNames& names = namesOf(kV2);
+  const Tensor query = args.tensor("query");
+  const int64_t bytes = workspaceBytes(query, args.tensor("value"), args.text("input_layout"),
+                                       args.integer(names.heads), args.integer("num_key_value_heads"), names.op);
+  args.finish({at::empty({bytes}, query.options().dtype(at::kByte))});
+}
+
+template <bool kV2>
+void fusedInferOutputBoxed(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  BoxedArguments args(op, stack);
+  const FusedInferNames& names = namesOf(kV2);
+  for (const char* name : {"quant_scale2", "quant_scale_out", "block_table", "query_rope", "query_dtype",
+                           "value_dtype", "out_dtype"}) {
+    TORCH_CHECK(!args.present(name), names.op, ": ", name, " is not supported by npusim.", notSupported());
+  }
+  const Tensor query = args.tensor("query"), value = args.tensor("value");
+  const std::string layoutText = args.text("input_layout");
+  const int64_t heads = args.integer(names.heads);
+  const auto outShape = attentionOutShape(query, value, layoutText, heads, args.integer("num_key_value_heads"),
+                                          names.op);
+  const auto lse = lseShape(query, layoutText, heads, args.boolean(names.lseFlag), names.op);
+  args.finish({at::empty(outShape, query.options()), at::empty(lse, query.options().dtype(at::kFloat))});
+}
+
 }  // namespace
+
+TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
+  m.impl("npu_fused_infer_attention_score.out",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferOutBoxed<false, true>>());
+  m.impl("_npu_fused_infer_attention_score_get_max_workspace",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferWorkspaceBoxed<false, true>>());
+  m.impl("_npu_fused_infer_attention_score_infer_output",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferOutputBoxed<false>>());
+  m.impl("npu_fused_infer_attention_score_v2",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferDefaultBoxed<true, true>>());
+  m.impl("npu_fused_infer_attention_score_v2.out",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferOutBoxed<true, true>>());
+  m.impl("_npu_fused_infer_attention_score_v2_get_max_workspace",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferWorkspaceBoxed<true, true>>());
+  m.impl("_npu_fused_infer_attention_score_v2_infer_output",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferOutputBoxed<true>>());
+}
+
+TORCH_LIBRARY_IMPL(npu, Meta, m) {
+  m.impl("npu_fused_infer_attention_score.out",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferOutBoxed<false, false>>());
+  m.impl("_npu_fused_infer_attention_score_get_max_workspace",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferWorkspaceBoxed<false, false>>());
+  m.impl("_npu_fused_infer_attention_score_infer_output",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferOutputBoxed<false>>());
+  m.impl("npu_fused_infer_attention_score_v2",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferDefaultBoxed<true, false>>());
+  m.impl("npu_fused_infer_attention_score_v2.out",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferOutBoxed<true, false>>());
+  m.impl("_npu_fused_infer_attention_score_v2_get_max_workspace",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferWorkspaceBoxed<true, false>>());
+  m.impl("_npu_fused_infer_attention_score_v2_infer_output",
+         torch::CppFunction::makeFromBoxedFunction<&fusedInferOutputBoxed<true>>());
+}
 
 TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {
   m.impl("npu_prompt_flash_attention", TORCH_FN(promptFlashAttentionNpu));

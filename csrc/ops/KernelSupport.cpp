@@ -23,10 +23,7 @@ at::Tensor deviceResult(const at::Tensor& host, int device) {
 namespace {
 
 void requireOnNpu(const at::Tensor& tensor) {
-  TORCH_CHECK(!tensor.defined() || tensor.device().type() == c10::DeviceType::PrivateUse1,
-              "Expected all tensors to be on the same device. Expected NPU tensor, please check whether the input "
-              "tensor device is correct.",
-              backend::errorSuffix(backend::ErrorModule::kOps, backend::ErrorKind::kInvalidType));
+  if (tensor.defined() && tensor.device().type() != c10::DeviceType::PrivateUse1) backend::throwExpectedNpuTensor();
 }
 
 }  // namespace

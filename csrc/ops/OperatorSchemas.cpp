@@ -162,6 +162,92 @@ TORCH_LIBRARY(npu, m) {
       "int num_key_value_heads=0, int sparse_mode=0, int inner_precise=0, int block_size=0, "
       "int antiquant_mode=0, int key_antiquant_mode=0, int value_antiquant_mode=0, "
       "bool softmax_lse_flag=False) -> (Tensor, Tensor)");
+  // The out= form (graph capture and task updates, vllm-ascend): `workspace` from
+  // _npu_fused_infer_attention_score_get_max_workspace, results into `out` = [attention_out, softmax_lse].
+  m.def("npu_fused_infer_attention_score.out(Tensor query, Tensor key, Tensor value, *, Tensor? pse_shift=None, "
+      "Tensor? atten_mask=None, SymInt[]? actual_seq_lengths=None, SymInt[]? actual_seq_lengths_kv=None, "
+      "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
+      "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? antiquant_scale=None, "
+      "Tensor? antiquant_offset=None, Tensor? key_antiquant_scale=None, Tensor? key_antiquant_offset=None, "
+      "Tensor? value_antiquant_scale=None, Tensor? value_antiquant_offset=None, Tensor? block_table=None, "
+      "Tensor? query_padding_size=None, Tensor? kv_padding_size=None, Tensor? key_shared_prefix=None, "
+      "Tensor? value_shared_prefix=None, SymInt[]? actual_shared_prefix_len=None, Tensor? query_rope=None, "
+      "Tensor? key_rope=None, Tensor? key_rope_antiquant_scale=None, int num_heads=1, float scale=1.0, "
+      "int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout=\"BSH\", "
+      "int num_key_value_heads=0, int sparse_mode=0, int inner_precise=0, int block_size=0, "
+      "int antiquant_mode=0, int key_antiquant_mode=0, int value_antiquant_mode=0, "
+      "bool softmax_lse_flag=False, Tensor? workspace=None, "
+      "Tensor(a!)[] out) -> Tensor(a!)[]");
+  m.def("_npu_fused_infer_attention_score_get_max_workspace(Tensor query, Tensor key, Tensor value, *, Tensor? pse_shift=None, "
+      "Tensor? atten_mask=None, SymInt[]? actual_seq_lengths=None, SymInt[]? actual_seq_lengths_kv=None, "
+      "Tensor? dequant_scale1=None, Tensor? quant_scale1=None, Tensor? dequant_scale2=None, "
+      "Tensor? quant_scale2=None, Tensor? quant_offset2=None, Tensor? antiquant_scale=None, "
+      "Tensor? antiquant_offset=None, Tensor? key_antiquant_scale=None, Tensor? key_antiquant_offset=None, "
+      "Tensor? value_antiquant_scale=None, Tensor? value_antiquant_offset=None, Tensor? block_table=None, "
+      "Tensor? query_padding_size=None, Tensor? kv_padding_size=None, Tensor? key_shared_prefix=None, "
+      "Tensor? value_shared_prefix=None, SymInt[]? actual_shared_prefix_len=None, Tensor? query_rope=None, "
+      "Tensor? key_rope=None, Tensor? key_rope_antiquant_scale=None, int num_heads=1, float scale=1.0, "
+      "int pre_tokens=2147483647, int next_tokens=2147483647, str input_layout=\"BSH\", "
+      "int num_key_value_heads=0, int sparse_mode=0, int inner_precise=0, int block_size=0, "
+      "int antiquant_mode=0, int key_antiquant_mode=0, int value_antiquant_mode=0, "
+      "bool softmax_lse_flag=False) -> Tensor");
+  m.def(
+      "_npu_fused_infer_attention_score_infer_output(Tensor query, Tensor value, *, Tensor? quant_scale2=None, "
+      "Tensor? block_table=None, Tensor? query_rope=None, int num_heads=1, int num_key_value_heads=0, "
+      "str input_layout=\"BSH\", bool softmax_lse_flag=False) -> (Tensor, Tensor)");
+  m.def("npu_fused_infer_attention_score_v2(Tensor query, Tensor key, Tensor value, *, Tensor? query_rope=None, "
+      "Tensor? key_rope=None, Tensor? pse_shift=None, Tensor? atten_mask=None, SymInt[]? actual_seq_qlen=None, "
+      "SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, Tensor? dequant_scale_query=None, "
+      "Tensor? dequant_scale_key=None, Tensor? dequant_offset_key=None, Tensor? dequant_scale_value=None, "
+      "Tensor? dequant_offset_value=None, Tensor? dequant_scale_key_rope=None, Tensor? quant_scale_out=None, "
+      "Tensor? quant_offset_out=None, Tensor? learnable_sink=None, int num_query_heads=1, "
+      "int num_key_value_heads=0, float softmax_scale=1.0, int pre_tokens=2147483647, "
+      "int next_tokens=2147483647, str input_layout=\"BSH\", int sparse_mode=0, int block_size=0, "
+      "int query_quant_mode=0, int key_quant_mode=0, int value_quant_mode=0, int inner_precise=0, "
+      "bool return_softmax_lse=False, int? query_dtype=None, int? key_dtype=None, int? value_dtype=None, "
+      "int? query_rope_dtype=None, int? key_rope_dtype=None, int? key_shared_prefix_dtype=None, "
+      "int? value_shared_prefix_dtype=None, int? dequant_scale_query_dtype=None, "
+      "int? dequant_scale_key_dtype=None, int? dequant_scale_value_dtype=None, "
+      "int? dequant_scale_key_rope_dtype=None, int? out_dtype=None) -> (Tensor, Tensor)");
+  m.def("npu_fused_infer_attention_score_v2.out(Tensor query, Tensor key, Tensor value, *, Tensor? query_rope=None, "
+      "Tensor? key_rope=None, Tensor? pse_shift=None, Tensor? atten_mask=None, SymInt[]? actual_seq_qlen=None, "
+      "SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, Tensor? dequant_scale_query=None, "
+      "Tensor? dequant_scale_key=None, Tensor? dequant_offset_key=None, Tensor? dequant_scale_value=None, "
+      "Tensor? dequant_offset_value=None, Tensor? dequant_scale_key_rope=None, Tensor? quant_scale_out=None, "
+      "Tensor? quant_offset_out=None, Tensor? learnable_sink=None, int num_query_heads=1, "
+      "int num_key_value_heads=0, float softmax_scale=1.0, int pre_tokens=2147483647, "
+      "int next_tokens=2147483647, str input_layout=\"BSH\", int sparse_mode=0, int block_size=0, "
+      "int query_quant_mode=0, int key_quant_mode=0, int value_quant_mode=0, int inner_precise=0, "
+      "bool return_softmax_lse=False, int? query_dtype=None, int? key_dtype=None, int? value_dtype=None, "
+      "int? query_rope_dtype=None, int? key_rope_dtype=None, int? key_shared_prefix_dtype=None, "
+      "int? value_shared_prefix_dtype=None, int? dequant_scale_query_dtype=None, "
+      "int? dequant_scale_key_dtype=None, int? dequant_scale_value_dtype=None, "
+      "int? dequant_scale_key_rope_dtype=None, int? out_dtype=None, Tensor? workspace=None, "
+      "Tensor(a!)[] out) -> Tensor(a!)[]");
+  m.def("_npu_fused_infer_attention_score_v2_get_max_workspace(Tensor query, Tensor key, Tensor value, *, Tensor? query_rope=None, "
+      "Tensor? key_rope=None, Tensor? pse_shift=None, Tensor? atten_mask=None, SymInt[]? actual_seq_qlen=None, "
+      "SymInt[]? actual_seq_kvlen=None, Tensor? block_table=None, Tensor? dequant_scale_query=None, "
+      "Tensor? dequant_scale_key=None, Tensor? dequant_offset_key=None, Tensor? dequant_scale_value=None, "
+      "Tensor? dequant_offset_value=None, Tensor? dequant_scale_key_rope=None, Tensor? quant_scale_out=None, "
+      "Tensor? quant_offset_out=None, Tensor? learnable_sink=None, int num_query_heads=1, "
+      "int num_key_value_heads=0, float softmax_scale=1.0, int pre_tokens=2147483647, "
+      "int next_tokens=2147483647, str input_layout=\"BSH\", int sparse_mode=0, int block_size=0, "
+      "int query_quant_mode=0, int key_quant_mode=0, int value_quant_mode=0, int inner_precise=0, "
+      "bool return_softmax_lse=False, int? query_dtype=None, int? key_dtype=None, int? value_dtype=None, "
+      "int? query_rope_dtype=None, int? key_rope_dtype=None, int? key_shared_prefix_dtype=None, "
+      "int? value_shared_prefix_dtype=None, int? dequant_scale_query_dtype=None, "
+      "int? dequant_scale_key_dtype=None, int? dequant_scale_value_dtype=None, "
+      "int? dequant_scale_key_rope_dtype=None, int? out_dtype=None) -> Tensor");
+  m.def(
+      "_npu_fused_infer_attention_score_v2_infer_output(Tensor query, Tensor value, *, Tensor? quant_scale_out=None, "
+      "Tensor? block_table=None, Tensor? query_rope=None, int num_query_heads=1, int num_key_value_heads=0, "
+      "str input_layout=\"BSH\", bool return_softmax_lse=False, int? query_dtype=None, int? value_dtype=None, "
+      "int? out_dtype=None) -> (Tensor, Tensor)");
+  // ATB's paged attention (vllm-ascend decode): the query of each sequence against the keys
+  // and values its block table gathers from the caches, over its context length.
+  m.def(
+      "_npu_paged_attention(Tensor query, Tensor key_cache, Tensor value_cache, int num_kv_heads, int num_heads, "
+      "float scale_value, Tensor block_table, Tensor context_lens, Tensor(a!) out) -> ()");
 
   // ---- caches
   m.def("npu_scatter_nd_update_(Tensor(a!) self, Tensor indices, Tensor updates) -> Tensor(a!)");

@@ -58,6 +58,11 @@ enum class ErrorCode : int32_t {
 // Unknown codes give "Unknown error code.".
 const char* errorText(ErrorCode code) noexcept;
 
+// What torch_npu's error table tells the user to check for `code` (its
+// indented second line, e.g. "Check whether the device ID is valid."), or ""
+// where the table has none.
+const char* errorHint(ErrorCode code) noexcept;
+
 // Thrown by every runtime entry point that rejects its arguments or cannot do
 // its work. `call` names the API that failed (as the real stack prints it in
 // "NPU function error: <call>, error code is <N>"), `detail` is the CANN-side

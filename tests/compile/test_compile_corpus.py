@@ -311,7 +311,13 @@ CASES = [
              "reading it raises torch_npu's NPUGraphs error, as CUDA's graph trees raise theirs "
              "(remedy: stable .grad buffers, the 'dcgan stable .grad' case)")}),
     Case("dcgan stable .grad", _dcgan, _dcgan_optimizers, _dcgan_batch, _dcgan_step_stable_grads,
-         param_tolerance=ADAM),
+         param_tolerance=ADAM,
+         xfail={"reduce-overhead": (
+             "the generator's output is read by the discriminator's third compiled call: the "
+             "discriminator's backward before it ends the forwards' wait, so that call begins a new "
+             "generation, which invalidates the outputs of the path being recorded, the generator's "
+             "among them; reading it raises torch_npu's NPUGraphs error, as CUDA's graph trees do "
+             "(remedy: clone the generator's output, or torch.compiler.npugraph_mark_step_begin())")}),
     # Dynamo leaves nn.LSTM to eager code unless allow_rnn is set (test_lstm_without_allow_rnn_...).
     Case("lstm-lm allow_rnn", _lstm, _sgd, _lstm_batch, _lstm_step, dynamo_config=dict(allow_rnn=True)),
     Case("dynamic=True", _classifier, _adamw, _classifier_batch, _classifier_step,

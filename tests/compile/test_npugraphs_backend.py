@@ -110,9 +110,12 @@ def test_compiler_reset_resets_the_generations():
     with torch.no_grad():
         for _ in range(3):
             compiled(x)
-    assert npu_graph_trees._devices
+    from npusim.compile import graph_tree
+
+    manager = graph_tree.get_manager(0, create_if_none_exists=False)
+    assert manager is not None and list(manager.get_roots())  # the graph is a root of the tree
     torch.compiler.reset()
-    assert not npu_graph_trees._devices
+    assert graph_tree.get_manager(0, create_if_none_exists=False) is None
 
 
 def test_registered_when_dynamo_loads_in_a_fresh_process():

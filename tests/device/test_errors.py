@@ -13,7 +13,8 @@ def test_set_device_out_of_range():
         torch.npu.set_device(99)
     message = str(caught.value)
     assert "107001" in message
-    assert "Invalid device ID." in message
+    # torch_npu's table (NPUErrorCodes.h): the text, then what to check on an indented line.
+    assert "[Error]: Invalid device ID.\n        Check whether the device ID is valid." in message
     assert "ERR00100 PTA call acl api failed" in message
     # The device state stays usable.
     assert torch.npu.current_device() == before

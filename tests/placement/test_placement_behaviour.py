@@ -192,3 +192,25 @@ def test_zero_fills_take_the_unsigned_dtypes_that_computing_operators_refuse():
     assert lines.count("still refused: True") == 3, result.stdout
     for name in ("uint16", "uint32", "uint64"):
         assert f"torch.{name} [0, 0, 0] [0, 0, 0]" in lines, result.stdout
+
+
+def test_structured_operator_falls_back_through_its_out_kernel_with_torch_npus_c10_warning():
+    # torch_npu's own test (test_fault_mode.test_not_supported_ops): t.fmax(t) runs fmax's out= kernel,
+    # which has no NPU kernel; the warning goes through c10's base handler to stderr, not Python warnings.
+    result = run(
+        """
+        t = torch.rand(1, 3, 3).npu()
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert torch.equal(t.fmax(t).cpu(), t.cpu())
+        print("python warnings:", sum("CAUTION" in str(w.message) for w in caught))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    expected = (
+        "Warning: CAUTION: The operator 'aten::fmax.out' is not currently supported on the NPU backend and will fall "
+        "back to run on the CPU. This may have performance implications. (function npu_cpu_fallback)"
+    )
+    assert re.search(r"\[W\d{4} [\d:.]+ compiler_depend\.ts:51\] " + re.escape(expected), result.stderr), result.stderr
+    assert "python warnings: 0" in result.stdout

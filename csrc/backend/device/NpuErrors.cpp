@@ -93,6 +93,13 @@ std::string errorSuffix(ErrorModule module, ErrorKind kind) {
   return text;
 }
 
+void throwExpectedNpuTensor() {
+  TORCH_CHECK(false,
+              "Expected all tensors to be on the same device. Expected NPU tensor, please check whether the input "
+              "tensor device is correct.",
+              errorSuffix(ErrorModule::kOps, ErrorKind::kInvalidType));
+}
+
 void rethrowAsTorchError() {
   try {
     throw;

@@ -36,6 +36,12 @@ enum class ErrorKind {
 // or "" when the suffix is switched off (interactive interpreter).
 std::string errorSuffix(ErrorModule module, ErrorKind kind);
 
+// torch_npu's error for a CPU tensor (not a 0-dim scalar) among an npu
+// operator's tensors: op-plugin's conversion of aclnn arguments refuses it
+// with "Expected all tensors to be on the same device. Expected NPU tensor,
+// ..." (OPS, invalid type).
+[[noreturn]] void throwExpectedNpuTensor();
+
 // The Python face tells the backend whether it runs in an interactive
 // interpreter, where torch_npu leaves the suffix out.
 void setInteractiveSession(bool interactive);

@@ -5,13 +5,16 @@
 #include <c10/core/Device.h>
 
 #include "backend/device/NpuAllocator.h"
+#include "backend/device/NpuErrors.h"
 #include "backend/device/NpuGenerator.h"
+#include "backend/device/RecoveryChecks.h"
 #include "backend/device/TensorAliasing.h"
 #include "backend/layouts/SparseTensors.h"
 #include "backend/numerics/InfNanMode.h"
 #include "backend/timing/EstimateMode.h"
 #include "backend/timing/L2Residency.h"
 #include "backend/timing/OperatorTiming.h"
+#include "runtime/DeviceRecovery.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::backend {
@@ -118,6 +121,9 @@ at::Tensor OperatorCall::aliasArgument(const at::Tensor& npu, bool written, bool
 
 void OperatorCall::checkDevices() const {
   if (device_ >= 0 && foreignDevice_.type() != c10::DeviceType::Meta) {
+    // A CPU tensor reaches the npu kernel's argument conversion, which refuses it in torch_npu's
+    // words; two npu devices fail PyTorch's device check.
+    if (foreignDevice_.type() == c10::DeviceType::CPU) throwExpectedNpuTensor();
     TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, npu:",
                 device_, " and ", foreignDevice_, "!");
   }
@@ -126,8 +132,15 @@ void OperatorCall::checkDevices() const {
 const PlacementDecision& OperatorCall::decide() {
   if (device_ < 0) noteDevice(c10::Device(c10::DeviceType::PrivateUse1));
   checkDevices();
+  if (runtime::DeviceRecovery::active()) checkRecoveryState();
   placement_ = decidePlacement(record_, facts_);
   return placement_;
+}
+
+void OperatorCall::checkRecoveryState() const {
+  checkDeviceNotStopped(device_);
+  // Every npu argument, read or written, as torch_npu's operator wrappers check them.
+  for (const auto& entry : storages_) checkStorageDataSafe(entry.npuStorage());
 }
 
 const at::Tensor* OperatorCall::npuArgumentFor(const at::Tensor& kernelTensor) const noexcept {

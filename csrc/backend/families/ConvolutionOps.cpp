@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "backend/device/NpuAllocator.h"
+#include "backend/device/NpuErrors.h"
 #include "backend/device/TensorAliasing.h"
 #include "backend/executor/KernelOperands.h"
 #include "backend/numerics/Hf32Mode.h"
@@ -18,11 +19,14 @@
 namespace npusim::backend {
 namespace {
 
-// PyTorch's device check, which these native kernels bypass by running the
-// CPU convolution on aliases: every tensor must be on the input's npu device.
+// The device check these native kernels would bypass by running the CPU
+// convolution on aliases: every tensor must be on the input's npu device. A
+// CPU tensor fails in torch_npu's words (NpuErrors.h), two npu devices in
+// PyTorch's.
 void checkSameDevice(const at::Tensor& input, std::initializer_list<const at::Tensor*> others) {
   for (const at::Tensor* other : others) {
     if (other == nullptr || !other->defined() || other->device() == input.device()) continue;
+    if (other->device().is_cpu() || input.device().is_cpu()) throwExpectedNpuTensor();
     TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ",
                 input.device(), " and ", other->device(), "!");
   }

@@ -105,6 +105,19 @@ std::map<std::pair<std::string, std::string>, uint64_t>& syncPoints() {
 
 }  // namespace
 
+namespace {
+
+// torch_npu prints its own warnings (TORCH_NPU_WARN) through c10's base handler, straight to
+// stderr as "[W<date> <time> compiler_depend.ts:51] Warning: <text> (function <name>)" (its
+// troubleshooting guide shows the fallback's), not as Python warnings.
+void printTorchNpuWarning(const std::string& message, const char* function) {
+  static c10::WarningHandler baseHandler;
+  baseHandler.process(c10::Warning(c10::UserWarning(), c10::SourceLocation{function, "compiler_depend.ts", 51},
+                                   message, /*verbatim=*/false));
+}
+
+}  // namespace
+
 bool npuWarningsDisabled() {
   static const bool disabled = flagSet("TORCH_NPU_WARNING_DISABLE") || flagSet("TORCH_NPU_DISABLED_WARNING");
   return disabled;
@@ -199,8 +212,9 @@ PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts
     placement = Placement::kAiCpu;
   }
   if (placement == Placement::kCpuFallback) {
+    const std::string& fallbackName = record.fallbackName.empty() ? record.name : record.fallbackName;
     if (strictMode()) {
-      const std::string message = "The operator '" + record.name +
+      const std::string message = "The operator '" + fallbackName +
                                   "' would execute its main computation on CPU through dispatcher backend fallback "
                                   "because no kernel is registered for the NPU PrivateUse1 backend, but CPU fallback "
                                   "is disabled by TORCH_NPU_FALLBACK_CPU_DISABLE=1.";
@@ -213,11 +227,11 @@ PlacementDecision decidePlacement(OperatorRecord& record, const CallFacts& facts
       record.firstFallbackSource = source;
     }
     if (!record.fallbackWarned.exchange(true)) {
-      const std::string message = "CAUTION: The operator '" + record.name +
+      const std::string message = "CAUTION: The operator '" + fallbackName +
                                   "' is not currently supported on the NPU backend and will fall back to run on the "
                                   "CPU. This may have performance implications.";
       NPUSIM_PLOG(runtime::LogLevel::kWarning, "APP", "[PTA]:" + message);
-      if (!npuWarningsDisabled()) TORCH_WARN(message);
+      if (!npuWarningsDisabled()) printTorchNpuWarning(message, "npu_cpu_fallback");
     }
   } else if (facts.rejectedType != c10::ScalarType::Undefined) {
     raiseUnsupportedDtype(record, facts);

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 
 #include "backend/timing/OperatorPlacement.h"
@@ -50,6 +52,28 @@ uint8_t operandRole(const c10::Argument& argument, size_t index, const std::stri
   return role::kRead | role::kWrite;
 }
 
+// A structured operator's functional and in-place forms have only the
+// CompositeExplicitAutogradNonFunctional kernel, which runs the out= overload:
+// on the real stack they fall back exactly when that overload has no NPU
+// kernel (torch_npu's test_fault_mode: t.fmax(t) warns for 'aten::fmax.out').
+// Returns the out= overload's name in that case.
+std::optional<std::string> unsupportedStructuredOutKernel(const c10::OperatorHandle& op, const std::string& name) {
+  if (!op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
+      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+      op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+    return std::nullopt;
+  }
+  const std::string functional = name.size() > 1 && name.back() == '_' ? name.substr(0, name.size() - 1) : name;
+  const auto out = c10::Dispatcher::singleton().findSchema({functional, "out"});
+  if (!out.has_value() || out->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
+      out->hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
+    return std::nullopt;
+  }
+  const std::string outName = functional + ".out";
+  if (placementTable().lookup(outName).listed()) return std::nullopt;
+  return outName;
+}
+
 std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
   auto record = std::make_unique<OperatorRecord>();
   const auto& schema = op.schema();
@@ -88,6 +112,12 @@ std::unique_ptr<OperatorRecord> describe(const c10::OperatorHandle& op) {
       op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional) ||
       op.hasKernelForDispatchKey(c10::DispatchKey::CompositeImplicitAutograd)) {
     record->defaultPlacement = runtime::Placement::kAiCore;
+    if (!record->placementRules.listed()) {
+      if (auto out = unsupportedStructuredOutKernel(op, name.name)) {
+        record->defaultPlacement = runtime::Placement::kCpuFallback;
+        record->fallbackName = *out;
+      }
+    }
   }
   return record;
 }

@@ -43,6 +43,10 @@ struct OperatorRecord {
   // and what applies when none does.
   runtime::OperatorRules placementRules;
   runtime::Placement defaultPlacement = runtime::Placement::kCpuFallback;
+  // The operator that falls back on the real stack when this one does by
+  // delegation (a structured operator's functional or in-place form runs its
+  // out= kernel: "aten::fmax.out" for aten::fmax); empty otherwise.
+  std::string fallbackName;
   runtime::DtypeMask rejectedDtypes = 0;  // dtypes the release line rejects (copied from its table)
   std::array<std::atomic<uint64_t>, 3> placementCalls{};  // by runtime::Placement
   std::atomic<bool> fallbackWarned{false};          // for the process, as torch_npu's warning

@@ -78,6 +78,39 @@ npu.graphs = _npu_graphs  # torch_npu.npu is npusim.npu: `import torch_npu.npu.g
 from npusim.compile import graph_conditionals as _graph_conditionals  # noqa: E402
 
 sys.modules[__name__ + ".npu._npugraph_conditional_nodes"] = _graph_conditionals
+from npusim.compile import graph_tree as _graph_tree  # noqa: E402
+
+sys.modules[__name__ + ".npu._graph_tree"] = _graph_tree
+npu._graph_tree = _graph_tree
+_graph_tree._C = _C  # the trees call their bindings through torch_npu._C, as torch_npu's do
+
+# NPUGraph updates: the operator handlers of automatic dispatch capture, the update plans of
+# compiled code and Inductor's writer of them, under torch_npu's module names (the Inductor one
+# without importing torch_npu._inductor, which loads Dynamo).
+from npusim.compile.graph_updates import update_plan as _update_plan  # noqa: E402
+from npusim.compile.graph_updates import update_plan_codegen as _update_plan_codegen  # noqa: E402
+from npusim.compile.graph_updates import op_handlers as _graph_op_handlers  # noqa: E402
+from npusim.compile.graph_updates import op_handlers_builtin as _graph_op_handlers_builtin  # noqa: E402
+from npusim.compile import graph_trace_align as _graph_trace_align  # noqa: E402
+
+for _module_name, _module in (
+    (".npu._npugraph_handlers", _graph_op_handlers_builtin),
+    (".npu._npugraph_utils", _graph_trace_align),
+    (".npu._npugraph_handlers.npugraph_handler", _graph_op_handlers),
+    (".npu._aclgraph_update_plan", _update_plan),
+    (".npu._aclgraph_update_plan.resolver", _update_plan),
+    ("._inductor._aclgraph_update_plan", _update_plan_codegen),
+    ("._inductor._aclgraph_update_plan.codegen", _update_plan_codegen),
+):
+    sys.modules[__name__ + _module_name] = _module
+npu._npugraph_handlers = _graph_op_handlers_builtin
+npu._aclgraph_update_plan = _update_plan
+npu._npugraph_utils = _graph_trace_align
+# torch_npu defines ExternalEvent in torch_npu.npu.streams, next to Event.
+from npusim.compile.graph_updates.external_event import ExternalEvent as _ExternalEvent  # noqa: E402
+
+npu.streams.ExternalEvent = _ExternalEvent
+del _module_name, _module
 
 # torch_npu's own operators (torch.ops.npu.*) as torch_npu.<name>, as torch_npu exports them.
 from . import _custom_ops  # noqa: E402

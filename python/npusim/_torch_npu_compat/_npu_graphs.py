@@ -9,6 +9,12 @@ in this module for them.
 from npusim.compile import graph_debug_ops as _graph_debug_ops
 from npusim.compile import host_functions as _host_functions
 from npusim.compile.super_kernel import super_kernel_scope_begin, super_kernel_scope_end  # noqa: F401
+from npusim.compile.graph_updates.task_groups import (  # noqa: F401
+    graph_task_group_begin,
+    graph_task_group_end,
+    graph_task_update_begin,
+    graph_task_update_end,
+)
 from npusim.compile.graphs import (  # noqa: F401
     NPUGraph,
     graph,
@@ -18,6 +24,7 @@ from npusim.compile.graphs import (  # noqa: F401
 )
 
 __all__ = ["NPUGraph", "graph", "graph_pool_handle", "make_graphed_callables", "is_current_stream_capturing",
+           "graph_task_group_begin", "graph_task_group_end", "graph_task_update_begin", "graph_task_update_end",
            "super_kernel_scope_begin", "super_kernel_scope_end"]
 
 # torch_npu's private helpers of the debugging operators (names as in torch_npu/npu/graphs.py).

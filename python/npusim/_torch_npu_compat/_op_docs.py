@@ -183,6 +183,42 @@ Inference attention for both phases in one fused kernel (prefill as
 query length). Returns ``(attention_out, softmax_lse)``; the log-sum-exp is filled when
 ``softmax_lse_flag``. npusim serves the unquantised, unpaged forms.
 """,
+    "npu_fused_infer_attention_score_v2": """npu_fused_infer_attention_score_v2(query, key, value, *, query_rope=None, key_rope=None, pse_shift=None, atten_mask=None, actual_seq_qlen=None, actual_seq_kvlen=None, block_table=None, ..., learnable_sink=None, num_query_heads=1, num_key_value_heads=0, softmax_scale=1.0, pre_tokens=2147483647, next_tokens=2147483647, input_layout='BSH', sparse_mode=0, block_size=0, ..., inner_precise=0, return_softmax_lse=False, query_dtype=None, ..., out_dtype=None) -> (Tensor, Tensor)
+
+:func:`npu_fused_infer_attention_score` with torch_npu's renamed arguments (``num_query_heads``,
+``softmax_scale``, ``actual_seq_qlen``, ``actual_seq_kvlen``, ``return_softmax_lse``) and the same
+math. Its ``.out`` form writes ``out=[attention_out, softmax_lse]`` with a ``workspace``. npusim
+serves the unquantised, unpaged forms without explicit dtypes.
+""",
+    "_npu_fused_infer_attention_score_get_max_workspace": """_npu_fused_infer_attention_score_get_max_workspace(query, key, value, *, ...) -> Tensor
+
+The workspace (uint8, on the query's device) that ``npu_fused_infer_attention_score.out`` needs
+for these arguments with any valid lengths: allocate it once before an NPUGraph capture whose
+task updates change ``actual_seq_lengths``.
+""",
+    "_npu_fused_infer_attention_score_infer_output": """_npu_fused_infer_attention_score_infer_output(query, value, *, quant_scale2=None, block_table=None, query_rope=None, num_heads=1, num_key_value_heads=0, input_layout='BSH', softmax_lse_flag=False) -> (Tensor, Tensor)
+
+Empty ``(attention_out, softmax_lse)`` tensors shaped as ``npu_fused_infer_attention_score``
+returns them, for its ``.out`` form.
+""",
+    "_npu_fused_infer_attention_score_v2_get_max_workspace": """_npu_fused_infer_attention_score_v2_get_max_workspace(query, key, value, *, ...) -> Tensor
+
+The workspace of ``npu_fused_infer_attention_score_v2.out`` for these arguments with any valid
+lengths.
+""",
+    "_npu_fused_infer_attention_score_v2_infer_output": """_npu_fused_infer_attention_score_v2_infer_output(query, value, *, quant_scale_out=None, block_table=None, query_rope=None, num_query_heads=1, num_key_value_heads=0, input_layout='BSH', return_softmax_lse=False, query_dtype=None, value_dtype=None, out_dtype=None) -> (Tensor, Tensor)
+
+Empty ``(attention_out, softmax_lse)`` tensors shaped as ``npu_fused_infer_attention_score_v2``
+returns them, for its ``.out`` form.
+""",
+    "_npu_paged_attention": """_npu_paged_attention(query, key_cache, value_cache, num_kv_heads, num_heads, scale_value, block_table, context_lens, out) -> ()
+
+ATB's paged attention (the decode step of vllm-ascend): each token's query
+``[num_tokens, num_heads, head_size]`` attends to the first ``context_lens[i]`` positions of its
+sequence, which ``block_table[i]`` (int32) scatters over the caches
+``[num_blocks, block_size, num_kv_heads, head_size(_v)]``; softmax(scale_value·q·Kᵀ)·V with
+grouped-query attention, written to ``out``. ``context_lens`` are host values of the launch.
+""",
     "npu_grouped_matmul": """npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None, antiquant_offset=None, per_token_scale=None, group_list=None, activation_input=None, activation_quant_scale=None, activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0, tuning_config=None, output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None, per_token_scale_dtype=None) -> List[Tensor]
 
 Several matrix products in one kernel (the experts of a mixture-of-experts layer):

@@ -147,6 +147,28 @@ _HOST_FUNCTION_NAMES = {
 
 _SUPER_KERNEL_NAMES = ("super_kernel_scope_begin", "super_kernel_scope_end")
 
+# torch.npu's task groups, external events and graph operator handlers (NPUGraph updates).
+_GRAPH_UPDATE_NAMES = (
+    "ExternalEvent",
+    "graph_task_group_begin",
+    "graph_task_group_end",
+    "graph_task_update_begin",
+    "graph_task_update_end",
+    "NpuGraphOpHandler",
+    "register_npu_graph_handler",
+)
+
+
+def _graph_update_attribute(name: str):
+    if name.startswith("graph_task"):
+        from npusim.compile.graph_updates import task_groups as module
+    elif name == "ExternalEvent":
+        from npusim.compile.graph_updates import external_event as module
+    else:
+        from npusim.compile.graph_updates import op_handlers_builtin  # noqa: F401  (the built-in handlers)
+        from npusim.compile.graph_updates import op_handlers as module
+    return getattr(module, name)
+
 
 def _super_kernel_attribute(name: str):
     from npusim.compile import super_kernel
@@ -169,6 +191,7 @@ def install() -> None:
     _npu._serve_attributes(("npugraph_ex",), _npugraph_ex_module)
     _npu._serve_attributes(_HOST_FUNCTION_NAMES, _host_function_attribute)
     _npu._serve_attributes(_SUPER_KERNEL_NAMES, _super_kernel_attribute, public=True)
+    _npu._serve_attributes(_GRAPH_UPDATE_NAMES, _graph_update_attribute, public=True)
     install_torchair()
     from npusim.compile import graph_steps
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import bisect
 import ctypes
-import threading
+import json
+import logging
 import warnings
 from typing import Any, Callable
 
@@ -37,6 +38,10 @@ from torch.utils._pytree import tree_flatten, tree_map
 from npusim import _C
 from npusim._error_code import ErrCode, SubModule, error_suffix, pta_error
 from npusim.compile import _native, graph_pool, kernel_launch
+from npusim.compile import graph_capture_state as _capture_state
+from npusim.compile import graph_trace_align
+from npusim.compile.graph_updates.dispatch_capture import GraphDispatchMode
+from npusim.compile.graph_updates.task_groups import ALLOCATIONS, TaskGroup, snapshot_host_values
 from npusim.compile.graph_rng import CaptureRng, is_random_operator
 
 __all__ = [
@@ -47,10 +52,6 @@ __all__ = [
     "is_current_stream_capturing",
 ]
 
-# The capture in progress (one at a time, as the "global" capture mode of the chip): the
-# autograd device thread must see the capture that its backward belongs to.
-_active: "NPUGraph | None" = None
-_active_lock = threading.Lock()
 
 # Operators that make the host wait for device data: forbidden while capturing.
 _HOST_READS = {
@@ -69,13 +70,7 @@ _HOST_READS = {
 _CPU_FALLBACK_UNIT = 3
 
 # Fresh allocations: replay leaves them alone (the memory exists, its contents are undefined).
-_ALLOCATIONS = {
-    "aten::empty",
-    "aten::empty_strided",
-    "aten::empty_like",
-    "aten::new_empty",
-    "aten::new_empty_strided",
-}
+_ALLOCATIONS = ALLOCATIONS
 
 
 def _pinned_copy(name: str, tensors: list) -> bool:
@@ -117,22 +112,19 @@ def records_itself(name: str) -> None:
 
 def is_current_stream_capturing() -> bool:
     r"""Whether the current stream is capturing an NPUGraph."""
-    capture = _active
-    if capture is None:
-        return False
-    return torch.npu.current_stream() == capture._stream
+    return _capture_state.current_capture() is not None
 
 
 def active_capture() -> "NPUGraph | None":
     """The capture in progress, if any (for npusim's own launch paths)."""
-    return _active
+    return _capture_state.active
 
 
 def _record_launch(name: str, run: Callable[[tuple], None], arguments: tuple) -> None:
     """The recorder a capture registers with :mod:`.kernel_launch`: a compiled kernel launched
     on the capturing stream joins the graph."""
-    capture = _active
-    if capture is not None and is_current_stream_capturing():
+    capture = _capture_state.current_capture()
+    if capture is not None:
         capture._record_kernel(name, run, arguments)
 
 
@@ -410,6 +402,10 @@ class _CaptureMode(TorchDispatchMode):
             return outputs  # record_function markers: host-side annotations, no kernel
         if name in _RECORDS_ITSELF:
             return outputs  # recorded its host function itself
+        if not _has_host_kernel(func):
+            # torch_npu's own operators take host tensors (lengths, context lengths) as launch
+            # arguments, by value: later changes to them reach the graph only through an update.
+            args, kwargs = snapshot_host_values(args), snapshot_host_values(kwargs)
         self.graph._operations.append(_Operation(func, args, kwargs, outputs, costs))
         return outputs
 
@@ -421,6 +417,9 @@ class NPUGraph:
     """
 
     def __init__(self, keep_graph: bool = False):
+        # torch_npu's automatic dispatch capture: set by graph(..., auto_dispatch_capture=True).
+        self.graph_dispatch_mode = GraphDispatchMode()
+        self.auto_dispatch_capture = False
         self._operations: list = []
         self._mode: _CaptureMode | None = None
         self._pool: tuple[int, int] | None = None
@@ -436,10 +435,11 @@ class NPUGraph:
         self._rng: CaptureRng | None = None
         # Open conditional bodies: (predicate, the enclosing operations) per level.
         self._conditionals: list[tuple[torch.Tensor, list]] = []
+        # Open task groups: the enclosing operations per level.
+        self._task_groups: list[list] = []
 
     def capture_begin(self, pool: tuple[int, int] | None = None, capture_error_mode: str = "global") -> None:
         r"""Begin capturing the kernels issued on the current stream into this graph."""
-        global _active
         if capture_error_mode not in ("global", "thread_local", "relaxed"):
             raise RuntimeError(
                 f"Unknown capture_error_mode {capture_error_mode!r}; expected 'global', 'thread_local' "
@@ -470,13 +470,13 @@ class NPUGraph:
                 "NPU graphs must be captured on a non-default stream. (However, after capture, it's ok "
                 "to replay them on the default stream.)" + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
             )
-        with _active_lock:
-            if _active is not None:
+        with _capture_state.lock:
+            if _capture_state.active is not None:
                 raise RuntimeError(
                     "Cannot begin a capture: another NPUGraph capture is in progress."
                     + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
                 )
-            _active = self
+            _capture_state.active = self
         try:
             stream.synchronize()  # as on the chip: the capture starts on an idle stream
             self._pool = tuple(pool) if pool is not None and any(pool) else graph_pool.new_graph_pool()
@@ -486,13 +486,14 @@ class NPUGraph:
             graph_pool.begin_allocate_to_pool(self._device, self._pool, stream.stream_id)
             self._pool_held = True
         except BaseException:
-            _active = None
+            _capture_state.active = None
             raise
         self._mode = _CaptureMode(self)
         kernel_launch.set_capture_recorder(_record_launch)
         self._forbid_outside_calls()
         self._rng = CaptureRng(lambda step: self._operations.append(step))
         self._conditionals = []
+        self._task_groups = []
         self._rng.install()
         self._mode.__enter__()
 
@@ -514,7 +515,6 @@ class NPUGraph:
         self._captured = True
 
     def _finish_capture(self) -> None:
-        global _active
         mode, self._mode = self._mode, None
         try:
             mode.__exit__(None, None, None)
@@ -526,7 +526,7 @@ class NPUGraph:
             self._allow_outside_calls()
             kernel_launch.set_capture_recorder(None)
             graph_pool.end_allocate_to_pool(self._device, self._pool)
-            _active = None
+            _capture_state.active = None
 
     def _abort_capture(self) -> None:
         if self._mode is not None:
@@ -626,11 +626,11 @@ class NPUGraph:
     @staticmethod
     def get_currently_capturing_graph() -> "NPUGraph":
         r"""The graph the current stream is capturing into."""
-        if _active is None or not is_current_stream_capturing():
+        if _capture_state.current_capture() is None:
             raise RuntimeError(
                 "The current stream is not capturing an NPUGraph." + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
             )
-        return _active
+        return _capture_state.active
 
     def begin_capture_to_if_node(self, scalar_npu_pred_tensor: torch.Tensor) -> None:
         r"""Capture what follows into a conditional body that replay runs only while the one-element
@@ -659,6 +659,43 @@ class NPUGraph:
         body, self._operations = self._operations, enclosing
         self._operations.append(_ConditionalBody(pred, body))
 
+    def append_step(self, step) -> None:
+        """Adds a step other than an operator (an ExternalEvent node) to the capture."""
+        self._operations.append(step)
+
+    def open_task_group(self) -> None:
+        """Begins a task group: what follows is captured into it (graph_task_group_begin)."""
+        if self._task_groups:
+            raise RuntimeError(
+                "graph_task_group_begin() inside an open task group: task groups do not nest."
+                + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        self._task_groups.append(self._operations)
+        self._operations = []
+
+    def close_task_group(self) -> TaskGroup:
+        """Ends the open task group and returns it (graph_task_group_end)."""
+        if not self._task_groups:
+            raise RuntimeError(
+                "graph_task_group_end() without graph_task_group_begin()."
+                + error_suffix(SubModule.GRAPH, ErrCode.NOT_SUPPORT)
+            )
+        group = TaskGroup(self._operations)
+        self._operations = self._task_groups.pop()
+        self._operations.append(group)
+        return group
+
+    def update(self, cpu_update_input) -> None:
+        r"""Give the operators captured with ``auto_dispatch_capture=True`` new host arguments
+        (one dict per captured operator, or one for all), e.g.
+        ``[{"actual_seq_lengths": [100]}]``: later replays compute with them."""
+        if not self.auto_dispatch_capture:
+            raise RuntimeError(
+                "The current graph configuration does not support update,"
+                "Try to capture by setting auto_dispatch_capture=True during capture" + pta_error(ErrCode.PARAM)
+            )
+        self.graph_dispatch_mode.update_capture_record(cpu_update_input)
+
     def register_generator_state(self, generator) -> None:
         r"""Deprecated no-op (torch_npu 2.13): generators are registered when a random operator
         first draws from them during the capture."""
@@ -674,10 +711,29 @@ class NPUGraph:
         r"""Keep the captured operators for :meth:`debug_dump` (always kept in npusim)."""
 
     def debug_dump(self, debug_path: str) -> None:
-        r"""Write the captured kernels, one a line with how replay runs it, to ``debug_path``."""
+        r"""Write the captured graph to ``debug_path`` as Chrome trace events, one per task on
+        the capture stream, with how replay runs it; then ``<debug_path>.aligned.json``, the
+        tasks laid end to end (npusim.compile.graph_trace_align). Without a successful capture
+        nothing is written, as torch_npu's dump leaves the file alone then."""
+        if not self._captured:
+            return None
+        stream = f"stream{self._stream.stream_id}" if self._stream is not None else "stream0"
+        events, clock = [], 0.0
+        for operation, plan in zip(self._operations, self._plans):
+            costs = getattr(operation, "costs", ()) or ()
+            duration = sum(device_ns for _, device_ns, _ in costs) / 1000.0
+            events.append({"name": operation.name, "ph": "X", "pid": self._device, "tid": stream, "ts": clock,
+                           "dur": duration, "args": {"Task Type": plan}})
+            clock += duration
         with open(debug_path, "w", encoding="utf-8") as out:
-            for operation, plan in zip(self._operations, self._plans):
-                out.write(f"{operation.name}\t{plan}\n")
+            json.dump({"traceEvents": events}, out, indent=1)
+        try:
+            graph_trace_align.align_trace_json(debug_path, None)
+        except Exception:  # noqa: BLE001 - the aligned view is optional: the dump stays
+            logging.getLogger(__name__).warning(
+                "Failed to generate aligned trace for %s; an existing aligned trace, if any, was not updated",
+                debug_path, exc_info=True)
+        return None
 
     @property
     def operators(self) -> list[str]:
@@ -721,7 +777,7 @@ class NPUGraph:
         pending = list(self._operations)
         while pending:
             operation = pending.pop()
-            if isinstance(operation, _ConditionalBody):
+            if isinstance(operation, (_ConditionalBody, TaskGroup)):
                 pending.extend(operation.body)
             elif isinstance(operation, (_Operation, _KernelLaunch)):
                 kernels.append(operation)
@@ -765,7 +821,8 @@ class graph:
 
     default_capture_stream = None
 
-    def __init__(self, npu_graph: NPUGraph, pool=None, stream=None, capture_error_mode: str = "global"):
+    def __init__(self, npu_graph: NPUGraph, pool=None, stream=None, auto_dispatch_capture: bool = False,
+                 capture_error_mode: str = "global"):
         if self.__class__.default_capture_stream is None:
             self.__class__.default_capture_stream = torch.npu.Stream()
         self.npu_graph = npu_graph
@@ -773,6 +830,7 @@ class graph:
         self.capture_stream = stream if stream is not None else self.__class__.default_capture_stream
         self.capture_error_mode = capture_error_mode
         self._stream_context = torch.npu.stream(self.capture_stream)
+        npu_graph.auto_dispatch_capture = auto_dispatch_capture
 
     def __enter__(self):
         torch.npu.synchronize()
@@ -782,9 +840,15 @@ class graph:
         except BaseException as error:
             self._stream_context.__exit__(type(error), error, error.__traceback__)
             raise
+        if self.npu_graph.auto_dispatch_capture:
+            # Entered after the capture, so that it sees each operator first and the capture
+            # records what it issues.
+            self.npu_graph.graph_dispatch_mode.__enter__()
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
+        if self.npu_graph.auto_dispatch_capture:
+            self.npu_graph.graph_dispatch_mode.__exit__(exc_type, exc_value, traceback)
         try:
             if exc_type is None:
                 self.npu_graph.capture_end()

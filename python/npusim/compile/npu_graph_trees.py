@@ -1,43 +1,26 @@
-"""``torch.compile(mode="reduce-overhead")`` on npu: compiled graphs replayed from NPUGraphs.
+"""``torch.compile(mode="reduce-overhead")`` on npu: Inductor's CUDA-graph path serving npu, and
+the per-graph NPUGraph path (no trees).
 
 ``reduce-overhead`` turns on Inductor's CUDA graphs; Inductor then refuses every device but
-CUDA ("skipping cudagraphs due to multiple devices") and its graph trees are CUDA-only. For
-npu, npusim accepts a single-npu graph and wraps each compiled callable (forward, backward or
-inference) through Inductor's ``cudagraph_policy`` hook with :func:`npu_graphify`: the first
-call per input signature runs the compiled code as it is (warm-up), the second captures it
-into a ``torch.npu.NPUGraph`` on static copies of its non-static inputs, and every later call
-copies the new inputs into those and replays the graph: one graph launch instead of one host
-dispatch per kernel.
+CUDA ("skipping cudagraphs due to multiple devices") and its graph trees are CUDA-only.
+:func:`install` lets a single-npu graph through and wraps each compiled callable (forward,
+backward or inference) through Inductor's ``cudagraph_policy`` hook: with
+``torch._inductor.config.triton.cudagraph_trees`` (the default) into torch_npu's NPU graph trees
+(npusim.compile.graph_tree, ``torch_npu.npu._graph_tree``), else with :func:`npu_graphify`,
+torch_npu's path without the trees, which the ``npugraph_ex`` backend uses too.
 
-A replay writes its results into the graph's static memory, over those of the previous run.
-What the program holds of earlier runs is guarded as torch_npu's NPU graph trees
-(``torch_npu/npu/_graph_tree.py``, CUDA's graph trees for npu) guard it:
-
-- Every graph run hands out fresh tensors over the static memory, on storages of their own
-  (torch.ops.npusim._graph_output_aliases, csrc/compile/GraphOutputAliases.cpp).
-- Runs belong to *generations*: a call of a compiled function begins a new one (Dynamo's
-  generation counter), unless forwards still wait for their backward; any call after
-  ``torch.compiler.npugraph_mark_step_begin()`` does.
-- A replay over outputs of an earlier generation that the program still holds invalidates them
-  first: reading one, or any view of it, raises torch_npu's "Error: accessing tensor output of
-  NPUGraphs that has been overwritten by a subsequent run. ..." with the source line that
-  produced it, instead of showing the new values.
-- Within one generation a graph never overwrites outputs still in use (a forward's saved
-  activations before their backward, a gradient that accumulates): the compiled code runs
-  without the graph, into fresh memory, with torch_npu's warning that the fast path is out of
-  reach.
-
-Memory is shared across graphs as in the trees: all graphs of a device capture into one pool
-(``torch._inductor.config.triton.cudagraph_trees = False`` gives each graph a private pool,
-as torch_npu's non-tree path), and a captured graph holds its temporaries by address only
-(npusim.compile.graphs), so a graph captured later reuses the temporaries of the graphs
-captured before it. Each graph knows the memory it writes (its temporaries and outputs, not its
-inputs); before a replay, every output the program still holds that lies in that memory, of
-any graph, is checked: from an earlier generation it is invalidated (the error above), within
-the generation the graph runs without replay instead (the warning above). So an output is
-invalidated exactly when a replay overwrites it, where the trees also invalidate the other
-graphs' outputs of the previous generation when a new one starts to record or warm up.
-Warm-up runs use fresh memory and their outputs stay valid.
+:func:`npu_graphify`: the first call per input signature runs the compiled code as it is
+(warm-up), the second captures it into a ``torch.npu.NPUGraph`` on static copies of its
+non-static inputs, in a private pool, and every later call copies the new inputs into those and
+replays the graph: one graph launch instead of one host dispatch per kernel. Every graph run
+hands out fresh tensors over the graph's memory, on storages of their own
+(torch.ops.npusim._graph_output_aliases, csrc/compile/GraphOutputAliases.cpp). Runs belong to
+generations as in the trees (a call of a compiled function begins one unless forwards still
+wait for their backward; any call after ``torch.compiler.npugraph_mark_step_begin()`` does); a
+replay over outputs of an earlier generation that the program still holds invalidates them
+first (torch_npu's "Error: accessing tensor output of NPUGraphs that has been overwritten by a
+subsequent run. ..."), and within one generation a graph never overwrites outputs still in use:
+the compiled code runs without the graph, with torch_npu's fast-path warning.
 """
 
 from __future__ import annotations
@@ -51,19 +34,12 @@ import torch
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from npusim.compile import graph_pool
+from npusim.compile.graph_run_stats import reset_stats, stats  # noqa: F401  (the report's)
 from npusim.compile.graph_steps import MarkStepBox
 
-# Since the last reset: graphs captured, replays, warm-up runs, and runs without the graph
-# because the graph's previous outputs were still in use (for reports and tests).
-stats = {"captured": 0, "replayed": 0, "warmups": 0, "eager": 0}
 _installed = False
 
 FORWARD, BACKWARD, INFERENCE = "forward", "backward", "inference"
-
-
-def reset_stats() -> None:
-    for key in stats:
-        stats[key] = 0
 
 
 def overwritten_message(stack_trace: str | None) -> str:
@@ -236,8 +212,11 @@ def _generations(device_index: int) -> _DeviceGenerations:
 
 def reset_generations() -> None:
     """Forget every device's generation and handed-out outputs (between tests)."""
+    from npusim.compile import graph_tree
+
     with _devices_lock:
         _devices.clear()
+    graph_tree.reset_npugraph_trees()
     MarkStepBox.mark_step_counter = 0
 
 
@@ -403,6 +382,14 @@ def _policy_class():
         def cudagraphify(self, model, example_inputs, static_input_idxs, *, device_index, is_backward,
                          is_inference, **kwargs):
             if _is_npu(example_inputs):
+                from torch._inductor import config
+
+                if config.triton.cudagraph_trees:
+                    # torch_npu's NPU graph trees (torch_npu.npu._graph_tree).
+                    from npusim.compile import graph_tree
+
+                    return graph_tree.tree_npugraphify(model, static_input_idxs, device_index=device_index,
+                                                       is_backward=is_backward, is_inference=is_inference, **kwargs)
                 mode = BACKWARD if is_backward else INFERENCE if is_inference else FORWARD
                 return npu_graphify(model, static_input_idxs, kwargs.get("mutated_input_idxs", ()),
                                     device_index=device_index, mode=mode, stack_traces=kwargs.get("stack_traces"))
@@ -435,6 +422,22 @@ def install() -> None:
 
     def maybe_handle_backward_generation(compiled_graph, boxed_forward_device_index):
         if "npu" in getattr(compiled_graph, "device_types", ()):
+            if not (compiled_graph.fx_kwargs["is_backward"] and config.triton.cudagraph_trees):
+                return None
+            # A backward that runs without a graph still ends its forward's wait (the next
+            # call may begin a generation), as Inductor tells the CUDA tree manager.
+            from npusim.compile import graph_tree
+
+            callable_ = compiled_graph.current_callable
+            device_index = boxed_forward_device_index.value if boxed_forward_device_index is not None else None
+
+            def compiled_artifact(new_inputs):
+                manager = None if device_index is None else graph_tree.get_manager(device_index, False)
+                if manager is not None:
+                    manager.set_to_running_backward()
+                return callable_(new_inputs)
+
+            compiled_graph.current_callable = compiled_artifact
             return None
         return original_backward(compiled_graph, boxed_forward_device_index)
 

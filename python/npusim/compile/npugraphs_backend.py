@@ -9,9 +9,9 @@ kernel. A graph that cannot be captured (inputs on the CPU or on several devices
 input that is not a parameter or buffer, an operator a graph cannot hold) runs without the
 graph, with the reason in the cudagraph skip log, as torch_npu does.
 
-The captured graphs follow the rules of ``mode="reduce-overhead"``
-(npusim.compile.npu_graph_trees): generations, outputs handed out as fresh tensors, and
-torch_npu's error when a program reads an output a later replay overwrote. The backend takes
+The captured graphs are those of ``mode="reduce-overhead"``: torch_npu's NPU graph trees
+(npusim.compile.graph_tree, served as ``torch_npu.npu._graph_tree``), with their generations and
+torch_npu's error when a program reads an output a later generation overwrote. The backend takes
 no options (``torch.compile(..., backend="npugraphs", options=...)`` fails as in torch_npu).
 """
 
@@ -87,16 +87,21 @@ def npugraphs(dynamo_model: torch.fx.GraphModule, dynamo_inputs: Sequence[Any]) 
     from torch._inductor.cudagraph_utils import log_cudagraph_skip_and_bump_counter
     from torch._inductor.utils import BoxedBool, count_tangents, num_fw_fixed_arguments
 
-    from npusim.compile import npu_graph_trees
+    from torch._inductor.cudagraph_utils import get_placeholder_info
+
+    from npusim.compile import graph_tree
 
     graphing = BoxedBool(True)
     forward_device: list[int] = [0]
 
-    def graphify(aot_model, aot_inputs, fixed: int, mode: str):
-        interpreter = boxed_nop(aot_model, aot_inputs)
-        compiled = npu_graph_trees.npu_graphify(
-            interpreter, range(fixed), tuple(sorted(find_input_mutations(aot_model.graph))),
-            device_index=device_index(aot_model), mode=mode, stack_traces=get_stack_traces(aot_model))
+    def graphify(aot_model, aot_inputs, fixed: int, *, is_backward: bool, is_inference: bool):
+        # torch_npu's NPU graph trees (torch_npu.npu._graph_tree), as PyTorch's "cudagraphs"
+        # backend uses CUDA's.
+        compiled = graph_tree.npugraphify_impl(
+            boxed_nop(aot_model, aot_inputs), aot_inputs, range(fixed), device_index=device_index(aot_model),
+            is_backward=is_backward, is_inference=is_inference, stack_traces=get_stack_traces(aot_model),
+            placeholders=get_placeholder_info(aot_model.graph),
+            mutated_input_idxs=find_input_mutations(aot_model.graph))
         compiled._boxed_call = True
         return compiled
 
@@ -108,8 +113,7 @@ def npugraphs(dynamo_model: torch.fx.GraphModule, dynamo_inputs: Sequence[Any]) 
             log_cudagraph_skip_and_bump_counter(f"skipping npugraphs due to {skip}")
             return boxed_nop(aot_model, aot_inputs)
         forward_device[0] = device_index(aot_model)
-        mode = npu_graph_trees.INFERENCE if is_inference else npu_graph_trees.FORWARD
-        return graphify(aot_model, aot_inputs, fixed, mode)
+        return graphify(aot_model, aot_inputs, fixed, is_backward=False, is_inference=is_inference)
 
     def backward_npugraphs(aot_model, aot_inputs):
         if not graphing:
@@ -118,17 +122,19 @@ def npugraphs(dynamo_model: torch.fx.GraphModule, dynamo_inputs: Sequence[Any]) 
         skip = check_for_skip(aot_model, fixed)
         if skip:
             log_cudagraph_skip_and_bump_counter(f"skipping npugraphs due to {skip}")
-            device = forward_device[0]
+            manager = graph_tree.get_manager(forward_device[0], create_if_none_exists=False)
+            if manager is None:
+                raise RuntimeError("check manager is None fail")
 
             def run_backward(inputs):
                 # The forward's outputs wait for no backward any more (the next call of the
                 # compiled function may begin a new generation).
-                npu_graph_trees.ran_without_graph(device, npu_graph_trees.BACKWARD)
+                manager.set_to_running_backward()
                 return aot_model(inputs)
 
             run_backward._boxed_call = True
             return run_backward
-        return graphify(aot_model, aot_inputs, fixed, npu_graph_trees.BACKWARD)
+        return graphify(aot_model, aot_inputs, fixed, is_backward=True, is_inference=False)
 
     aot_npugraphs = aot_autograd(
         fw_compiler=forward_npugraphs,
@@ -147,9 +153,9 @@ class NpugraphsBackend:
 
     @staticmethod
     def reset() -> None:
-        from npusim.compile import npu_graph_trees
+        from npusim.compile import graph_tree
 
-        npu_graph_trees.reset_generations()
+        graph_tree.reset_npugraph_trees()
 
     def __call__(self, model: torch.fx.GraphModule, inputs: Sequence[Any]) -> Any:
         # No **kwargs: options are refused ("unexpected keyword argument 'options'").

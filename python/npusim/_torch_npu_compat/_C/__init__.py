@@ -197,7 +197,106 @@ _activate_npu_trace = _npusim_C._activate_npu_trace
 _empty_strided_npu = _npusim_C._empty_strided_npu
 
 
+# The bindings of NPU graph trees (torch_npu.npu._graph_tree).
+from npusim.compile.graph_tree_bindings import *  # noqa: E402,F401,F403
+
+
+# Recovery from device faults (torch_npu.npu._recovery calls these).
+def _check_npu_data_ptr(storage) -> bool:
+    from npusim.npu import _recovery
+
+    return _recovery.check_npu_storage_is_safe(storage)
+
+
+def _mark_all_npu_data_ptr_unsafe(device: int) -> None:
+    from npusim.npu import _recovery
+
+    _recovery.mark_all_npu_tensor_unsafe(device)
+
+
+def _update_npu_data_ptr(storage) -> None:
+    from npusim.npu import _recovery
+
+    _recovery.update_npu_storage_to_safe(storage)
+
+
+_set_npu_data_unsafe_flag = _npusim_C._set_npu_data_unsafe_flag
+_get_npu_data_unsafe_flag = _npusim_C._get_npu_data_unsafe_flag
+
+
+def _recovery_all_npu_stream(device: int) -> None:
+    from npusim.npu import _recovery
+
+    _recovery._recovery_all_npu_stream(device)
+
+
+def _npu_stopDevice(device: int) -> int:
+    _lazy_init()
+    _npusim_C._npu_stop_device(int(device))
+    return 0
+
+
+def _npu_restart_device(device: int) -> None:
+    _lazy_init()
+    _npusim_C._npu_restart_device(int(device))
+
+
+def _npu_check_uce_in_memory(device: int) -> int:
+    from npusim.npu import _recovery
+
+    return _recovery.check_uce_in_memory(device)
+
+
+def _npu_get_uce_addr() -> list:
+    from npusim.npu import _recovery
+
+    return _recovery._get_uce_addr()
+
+
 def __getattr__(name: str) -> Any:
     raise AttributeError(
         f"module 'torch_npu._C' has no attribute '{name}' (npusim does not provide this torch_npu binding)"
     )
+
+
+# NPUGraph task groups (torch_npu.npu.graphs calls these bindings).
+def _graph_task_group_begin(stream) -> None:
+    from npusim.compile.graph_updates import task_groups
+
+    task_groups.graph_task_group_begin(stream)
+
+
+def _graph_task_group_end(stream):
+    from npusim.compile.graph_updates import task_groups
+
+    return task_groups.graph_task_group_end(stream)
+
+
+def _graph_task_update_begin(stream, handle) -> None:
+    from npusim.compile.graph_updates import task_groups
+
+    task_groups.graph_task_update_begin(stream, handle)
+
+
+def _graph_task_update_end(stream) -> None:
+    from npusim.compile.graph_updates import task_groups
+
+    task_groups.graph_task_update_end(stream)
+
+
+def _npu_fused_infer_attention_score_out_graph(stream, handle, event, *args, **kwargs):
+    """torch_npu's one-call update of a captured npu_fused_infer_attention_score.out: on
+    ``stream``, updates task group ``handle`` with the call's new arguments and records ``event``
+    (which the graph waits on); returns the call's ``out`` tensors."""
+    from npusim.compile.graph_updates import task_groups
+
+    task_groups.graph_task_update_begin(stream, handle)
+    try:
+        torch.ops.npu.npu_fused_infer_attention_score.out(*args, **kwargs)
+    except BaseException:
+        task_groups.abort_task_update(stream)
+        raise
+    task_groups.graph_task_update_end(stream)
+    event.record(stream)
+    out = kwargs["out"]
+    return out[0], out[1]
