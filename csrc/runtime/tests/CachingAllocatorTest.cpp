@@ -637,3 +637,25 @@ TEST(CachingAllocatorTest, ReconfigureAppliesNewRoundingAndFraction) {
   f.allocator.free(before);
   f.allocator.free(after);
 }
+
+// torch_npu's recovery: live allocations marked unsafe stay unsafe until they are
+// allocated anew or marked safe; memory this allocator did not hand out is safe.
+TEST(CachingAllocatorTest, UnsafeMarksCoverLiveAllocationsUntilReallocatedOrMarkedSafe) {
+  Fixture f;
+  void* a = f.allocator.allocate(4 * kKiB, 0);
+  void* b = f.allocator.allocate(4 * kKiB, 0);
+  EXPECT_TRUE(f.allocator.isBlockSafe(a));
+  f.allocator.markAllBlocksUnsafe();
+  EXPECT_FALSE(f.allocator.isBlockSafe(a));
+  EXPECT_FALSE(f.allocator.isBlockSafe(b));
+  EXPECT_TRUE(f.allocator.isBlockSafe(nullptr));
+  EXPECT_TRUE(f.allocator.isBlockSafe(at(a, 512)));  // not the start of an allocation
+  f.allocator.markBlockSafe(b);
+  EXPECT_TRUE(f.allocator.isBlockSafe(b));
+  f.allocator.free(a);
+  void* again = f.allocator.allocate(4 * kKiB, 0);  // the cached block, with fresh data
+  EXPECT_EQ(again, a);
+  EXPECT_TRUE(f.allocator.isBlockSafe(again));
+  f.allocator.free(again);
+  f.allocator.free(b);
+}

@@ -74,3 +74,11 @@ TEST(DeviceRegistry, FromEnvironment) {
   unsetenv("ASCEND_RT_VISIBLE_DEVICES");
   EXPECT_EQ(DeviceRegistry::fromEnvironment().deviceCount(), 8);  // the guards restore both afterwards
 }
+
+TEST(ErrorTextTest, RuntimeErrorsCarryTorchNpusHintLine) {
+  const RuntimeError error(ErrorCode::kRtInvalidDeviceId, "aclrtSetDevice", "EE1001: detail");
+  EXPECT_STREQ(error.what(),
+               "NPU function error: aclrtSetDevice, error code is 107001\n[Error]: Invalid device ID.\n"
+               "        Check whether the device ID is valid.\nEE1001: detail");
+  EXPECT_STREQ(errorHint(ErrorCode::kRtTaskTimeout), "");  // torch_npu's table has no line for it
+}
