@@ -100,3 +100,14 @@ def test_operator_table_counts_the_aten_operators_only():
     counts = npusim.placement_report()["operators"]
     assert "aten::native_dropout" in counts and "aten::native_dropout_backward" in counts
     assert "aten::bernoulli_.float" not in counts and "aten::mul.Tensor" not in counts
+
+
+def test_estimate_only_charges_the_same_kernels(tmp_path):
+    def run():
+        with npusim.estimate():
+            x = torch.empty(8, 1 << 20, dtype=torch.float16, device="npu", requires_grad=True)
+            torch.nn.functional.dropout(x, 0.1, True).backward(torch.empty(8, 1 << 20, dtype=torch.float16, device="npu"))
+    kernels = _kernels(tmp_path, run)
+    names = [k[0] for k in kernels]
+    assert names.count("DSAGenBitMask") == 1 and names.count("DropOutDoMask") == 2
+    assert next(k for k in kernels if k[0] == "DSAGenBitMask")[4] == _bit_mask_bytes(8 << 20)
