@@ -111,3 +111,26 @@ def test_estimate_only_charges_the_same_kernels(tmp_path):
     names = [k[0] for k in kernels]
     assert names.count("DSAGenBitMask") == 1 and names.count("DropOutDoMask") == 2
     assert next(k for k in kernels if k[0] == "DSAGenBitMask")[4] == _bit_mask_bytes(8 << 20)
+
+
+def test_graph_replay_joins_the_secondary_stream_once(tmp_path):
+    # torch_npu records the original stream's event and blocks the secondary stream on it once per
+    # capture: in a replay the first mask generation waits for the work before it, later ones do not.
+    w = torch.randn(2048, 2048, device="npu")
+    x = torch.randn(64, 4096, device="npu")
+    graph = torch.npu.NPUGraph()
+    with torch.npu.stream(torch.npu.Stream()):
+        with torch.npu.graph(graph):
+            w @ w
+            torch.nn.functional.dropout(x, 0.1, True)
+            torch.nn.functional.dropout(x, 0.1, True)
+    torch.npu.synchronize()
+    kernels = _kernels(tmp_path, graph.replay)
+    gens = [k for k in kernels if k[0] == "DSAGenBitMask"]
+    applies = [k for k in kernels if k[0] == "DropOutDoMask"]
+    others = [k for k in kernels if k[0] not in ("DSAGenBitMask", "DropOutDoMask")]
+    assert len(gens) == len(applies) == 2 and all(k[1] == SECONDARY_STREAM for k in gens)
+    work_end = max(k[2] + k[3] for k in others)
+    assert gens[0][2] >= work_end - 1e-3
+    assert gens[1][2] < applies[0][2] + applies[0][3]  # ran beside the first apply pass
+    assert applies[1][2] >= gens[1][2] + gens[1][3] - 1e-3
