@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "runtime/AddressMap.h"
 #include "runtime/Error.h"
@@ -143,6 +144,7 @@ struct CachingAllocator::Impl {
   }
 
   ~Impl() {
+    releaseRetainedPhysical();
     for (auto& [base, segment] : segments) {
       memory.free(segment->base, segment->size);
       Block* block = segment->head;
@@ -174,6 +176,8 @@ struct CachingAllocator::Impl {
   MemoryStats stats;
   BlockPool small;
   BlockPool large;
+  std::vector<std::pair<char*, size_t>> retainedPhysical;  // see releaseRetainedPhysical
+  bool keepPhysicalOnRelease = false;
   AddressMap<Block> allocated;                                             // live allocations by address
   std::map<uintptr_t, Segment*> segments;                                  // by base address
   std::map<StreamId, std::deque<std::pair<uint64_t, Block*>>> pendingUses;  // freed, awaiting streams
@@ -368,12 +372,14 @@ struct CachingAllocator::Impl {
   bool carveSegment(Request& request, bool isRetry) {
     if (isRetry) stats.num_alloc_retries += 1;
     request.hostRefusal.clear();
+    releaseRetainedPhysical();  // the kept physical memory is mapped again for the new segment
     if (!withinFraction(request.segmentSize)) return false;
     return adoptSegment(request, memory.allocate(request.segmentSize, &request.hostRefusal));
   }
 
   bool carveSegmentUncommitted(Request& request) {
     request.hostRefusal.clear();
+    releaseRetainedPhysical();
     if (!withinFraction(request.segmentSize)) return false;
     return adoptSegment(request, memory.allocateUncommitted(request.segmentSize, &request.hostRefusal));
   }
@@ -604,7 +610,11 @@ struct CachingAllocator::Impl {
     Segment* segment = block->segment;
     BlockPool& pool = *block->pool;
     pool.blocks.erase(block);
-    memory.free(segment->base, segment->size);
+    if (keepPhysicalOnRelease) {
+      retainedPhysical.emplace_back(segment->base, segment->size);
+    } else {
+      memory.free(segment->base, segment->size);
+    }
     stats.num_device_free += 1;
     totalReserved -= segment->size;
     forPool(pool, [&](size_t type) {
@@ -616,6 +626,13 @@ struct CachingAllocator::Impl {
     segments.erase(reinterpret_cast<uintptr_t>(segment->base));
     delete segment;
     recycle(block);
+  }
+
+  // Physical memory that emptyVirtualAddressCache unmapped but kept: it stays
+  // taken on the device until the next segment maps it again or emptyCache.
+  void releaseRetainedPhysical() {
+    for (const auto& [base, size] : retainedPhysical) memory.free(base, size);
+    retainedPhysical.clear();
   }
 
   void releaseUnsplitBlocks(BlockPool& pool) {
@@ -836,10 +853,19 @@ void CachingAllocator::markAllBlocksUnsafe() {
   impl_->markAllocatedBlocksUnsafe();
 }
 
+void CachingAllocator::emptyVirtualAddressCache() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->tracker.synchronizeDevice();
+  impl_->keepPhysicalOnRelease = true;
+  impl_->releaseCachedBlocks();
+  impl_->keepPhysicalOnRelease = false;
+}
+
 void CachingAllocator::emptyCache(MempoolId pool) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->tracker.synchronizeDevice();
   if (pool == kDefaultMempool) {
+    impl_->releaseRetainedPhysical();
     impl_->releaseCachedBlocks();
   } else {
     impl_->releaseCachedBlocksOf(pool);

@@ -172,6 +172,11 @@ class CachingAllocator {
   // those of the default pools and of released private pools, otherwise only
   // those of pool `pool` (a released pool with no segment left is dropped).
   void emptyCache(MempoolId pool = kDefaultMempool);
+  // torch_npu's empty_virt_addr_cache (expandable segments): gives the cached
+  // unsplit segments of the default pools and released private pools back as
+  // emptyCache does (reserved memory drops), but keeps their physical memory
+  // taken on the device until a new segment maps it again or emptyCache.
+  void emptyVirtualAddressCache();
 
   // --- private pools (see the header comment) ---
   // Creates pool `id` with a use count of 1, or adds 1 to its use count
