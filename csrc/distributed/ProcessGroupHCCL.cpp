@@ -10,9 +10,11 @@
 #include <c10/util/irange.h>
 
 #include "backend/device/NpuErrors.h"
+#include "backend/device/RecoveryChecks.h"
 #include "backend/executor/KernelOperands.h"
 #include "backend/timing/EstimateMode.h"
 #include "distributed/DeferredRelease.h"
+#include "runtime/DeviceRecovery.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::distributed {
@@ -187,6 +189,8 @@ void ProcessGroupHCCL::checkUsable() const {
 }
 
 CommunicationPlacement ProcessGroupHCCL::placementFor(int device) {
+  // A device that torch_npu.npu.stop_device stopped takes no task, collectives included.
+  if (runtime::DeviceRecovery::active()) backend::checkDeviceNotStopped(device);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!placement_ || placement_->device != device) {
     CommunicationPlacement placement;

@@ -11,6 +11,8 @@
 // lacks (uneven all-gather, coalescing) and wraps each result in a WorkHCCL.
 #pragma once
 
+#include <atomic>
+
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -84,6 +86,13 @@ class ProcessGroupHCCL : public c10d::Backend {
   void abort() override;
   void shutdown() override;
 
+  // torch_npu's recovery (restart_device, stop_device): the watchdog's status
+  // (1 run, 2 stop) and its list of in-flight work records. npusim's works
+  // keep no record beyond their own object, so clearing drops nothing.
+  void setWatchdogStatus(int status) noexcept { watchdogStatus_ = status; }
+  int watchdogStatus() const noexcept { return watchdogStatus_; }
+  void clearWorkMetaList() noexcept {}
+
   const Config& config() const noexcept { return config_; }
   c10::intrusive_ptr<c10d::Backend> glooBackend() const { return gloo_; }
 
@@ -103,6 +112,7 @@ class ProcessGroupHCCL : public c10d::Backend {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   bool aborted_ = false;
+  std::atomic<int> watchdogStatus_{1};
 };
 
 }  // namespace npusim::distributed

@@ -40,6 +40,7 @@ struct Block {
   Block* next = nullptr;
   int eventCount = 0;     // outstanding stream-use markers
   int gcCount = 0;        // allocations since this cached block was last reused
+  bool safe = true;       // false once marked unsafe (torch_npu's recovery), until reallocated or overwritten
   std::vector<StreamId> streamUses;
 
   bool isSplit() const { return prev != nullptr || next != nullptr; }
@@ -470,6 +471,7 @@ struct CachingAllocator::Impl {
     }
 
     block->allocated = true;
+    block->safe = true;  // fresh data: whatever the block held before is gone
     block->requestedSize = requestedBytes;
     allocated.insert(block->ptr, block);
     forPool(pool, [&](size_t type) {
@@ -514,6 +516,14 @@ struct CachingAllocator::Impl {
     Block* block = allocated.find(ptr);
     if (block == nullptr) throwInvalidPointer(ptr, call);
     return block;
+  }
+
+  void markAllocatedBlocksUnsafe() {
+    for (const auto& [base, segment] : segments) {
+      for (Block* block = segment->head; block != nullptr; block = block->next) {
+        if (block->allocated) block->safe = false;
+      }
+    }
   }
 
   void free(void* ptr) {
@@ -834,6 +844,24 @@ void CachingAllocator::eraseStream(void* ptr, StreamId stream) {
 size_t CachingAllocator::allocationSize(void* ptr) const {
   std::lock_guard<SpinLock> lock(impl_->mutex);
   return impl_->findAllocated(ptr, "NPUCachingAllocator allocationSize")->size;
+}
+
+bool CachingAllocator::isBlockSafe(const void* ptr) const {
+  if (ptr == nullptr) return true;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  const Block* block = impl_->allocated.find(ptr);
+  return block == nullptr || block->safe;
+}
+
+void CachingAllocator::markBlockSafe(const void* ptr) {
+  if (ptr == nullptr) return;
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (Block* block = impl_->allocated.find(ptr)) block->safe = true;
+}
+
+void CachingAllocator::markAllBlocksUnsafe() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->markAllocatedBlocksUnsafe();
 }
 
 void CachingAllocator::emptyCache(MempoolId pool) {

@@ -158,6 +158,16 @@ class CachingAllocator {
   // Size of the block holding the allocation `ptr` (the rounded size).
   size_t allocationSize(void* ptr) const;
 
+  // --- data safety after a device fault (torch_npu's recovery) ---
+  // Marks every live allocation unsafe: its data may have been lost with the
+  // device's tasks. A block is safe again once it is allocated anew or fully
+  // overwritten (markBlockSafe).
+  void markAllBlocksUnsafe();
+  // False only for a live allocation starting at `ptr` that is marked unsafe;
+  // nullptr and memory this allocator did not hand out are safe.
+  bool isBlockSafe(const void* ptr) const;
+  void markBlockSafe(const void* ptr);
+
   // Gives cached unsplit segments back to the device: with the default id
   // those of the default pools and of released private pools, otherwise only
   // those of pool `pool` (a released pool with no segment left is dropped).

@@ -151,7 +151,7 @@ def _register_backend() -> None:
 
     from npusim import _serialization
 
-    _serialization._install()  # torch.save as torch_npu replaces it
+    _serialization._install()  # the legacy torch.save as torch_npu wraps it
     from npusim.npu import formats as _formats
 
     _formats._install_storage_deepcopy()  # copy.deepcopy keeps the npu storage format

@@ -22,6 +22,8 @@ __all__ = [
     "pta_error",
     "ops_error",
     "dist_error",
+    "graph_error",
+    "prof_error",
     "is_interactive_session",
     "register_current_device_query",
 ]
@@ -41,6 +43,7 @@ class SubModule(enum.Enum):
 class ErrCode(enum.Enum):
     """The error part (``ccc``) of an error code and its text."""
 
+    SUCCESS = (0, "success")
     PARAM = (1, "invalid parameter")
     TYPE = (2, "invalid type")
     VALUE = (3, "invalid value")
@@ -64,6 +67,10 @@ class ErrCode(enum.Enum):
 
     @property
     def text(self) -> str:
+        return self.value[1]
+
+    @property
+    def msg(self) -> str:  # torch_npu's name for the text
         return self.value[1]
 
 
@@ -146,3 +153,43 @@ def ops_error(error: ErrCode) -> str:
 
 def dist_error(error: ErrCode) -> str:
     return error_suffix(SubModule.DIST, error)
+
+
+def graph_error(error: ErrCode) -> str:
+    return error_suffix(SubModule.GRAPH, error)
+
+
+def prof_error(error: ErrCode) -> str:
+    return error_suffix(SubModule.PROF, error)
+
+
+class _NPUExceptionHandler:
+    """torch_npu's ``_except_handler``: after ``torch_npu.npu.stop_device`` an uncaught exception
+    is reported as ``FORCE STOP.`` (the device's tasks were aborted; whatever failed after that
+    is a consequence), until ``restart_device`` clears the flag. npusim installs the hook when a
+    device is first stopped, so that no other run's uncaught exceptions pass through it."""
+
+    def __init__(self) -> None:
+        self.exception = None
+        self.force_stop_flag = False
+        self._origin_excepthook = None
+
+    def set_force_stop_exception(self, flag: bool) -> None:
+        self.force_stop_flag = bool(flag)
+        if self.force_stop_flag:
+            self.patch_excepthook()
+
+    def patch_excepthook(self) -> None:
+        if self._origin_excepthook is None:
+            self._origin_excepthook = sys.excepthook
+            sys.excepthook = self._excepthook
+
+    def _excepthook(self, exc_type, exc, *args) -> None:
+        if self.force_stop_flag:
+            exc_type = RuntimeError
+            exc = RuntimeError("FORCE STOP." + pta_error(ErrCode.ACL))
+        self.exception = str(exc)
+        self._origin_excepthook(exc_type, exc, *args)
+
+
+_except_handler = _NPUExceptionHandler()

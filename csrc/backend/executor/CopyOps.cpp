@@ -7,12 +7,14 @@
 
 #include "backend/device/NpuErrors.h"
 #include "backend/device/PinnedMemory.h"
+#include "backend/device/RecoveryChecks.h"
 #include "backend/device/TensorAliasing.h"
 #include "backend/numerics/InfNanMode.h"
 #include "backend/timing/EstimateMode.h"
 #include "backend/timing/OperatorPlacement.h"
 #include "backend/timing/OperatorRecords.h"
 #include "backend/timing/OperatorTiming.h"
+#include "runtime/DeviceRecovery.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::backend {
@@ -29,6 +31,14 @@ at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool nonBlock
               " is not supported by the npu backend");
   if (fromNpu || toNpu) NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().checkNotForkedChild());
   if (self.numel() == 0) return dst;
+  if ((fromNpu || toNpu) && runtime::DeviceRecovery::active()) {
+    // torch_npu's copy_: the task fails on a stopped device; the source must be safe and the
+    // destination holds fresh data afterwards.
+    if (fromNpu) checkDeviceNotStopped(self.device().index());
+    if (toNpu) checkDeviceNotStopped(dst.device().index());
+    checkDataSafe(self);
+    markDataSafe(dst);
+  }
   // The executor's reusable aliases (TensorAliasing.h): a training loop copies the same
   // tensors again and again (autocast's casts, optimizer states). They also give both sides
   // one CPU storage when their npu tensors share one, so that the CPU copy's overlap checks,

@@ -6,12 +6,14 @@
 
 #include "backend/device/NpuAllocator.h"
 #include "backend/device/NpuGenerator.h"
+#include "backend/device/RecoveryChecks.h"
 #include "backend/device/TensorAliasing.h"
 #include "backend/layouts/SparseTensors.h"
 #include "backend/numerics/InfNanMode.h"
 #include "backend/timing/EstimateMode.h"
 #include "backend/timing/L2Residency.h"
 #include "backend/timing/OperatorTiming.h"
+#include "runtime/DeviceRecovery.h"
 #include "runtime/Runtime.h"
 
 namespace npusim::backend {
@@ -126,8 +128,15 @@ void OperatorCall::checkDevices() const {
 const PlacementDecision& OperatorCall::decide() {
   if (device_ < 0) noteDevice(c10::Device(c10::DeviceType::PrivateUse1));
   checkDevices();
+  if (runtime::DeviceRecovery::active()) checkRecoveryState();
   placement_ = decidePlacement(record_, facts_);
   return placement_;
+}
+
+void OperatorCall::checkRecoveryState() const {
+  checkDeviceNotStopped(device_);
+  // Every npu argument, read or written, as torch_npu's operator wrappers check them.
+  for (const auto& entry : storages_) checkStorageDataSafe(entry.npuStorage());
 }
 
 const at::Tensor* OperatorCall::npuArgumentFor(const at::Tensor& kernelTensor) const noexcept {

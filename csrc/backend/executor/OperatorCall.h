@@ -111,6 +111,7 @@ class OperatorCall {
   void noteCpuArgument(const at::Tensor& cpu, bool written, bool isIndices);
   at::Tensor aliasArgument(const at::Tensor& npu, bool written, bool keep);
   void checkDevices() const;
+  void checkRecoveryState() const;
 
   void checkStridedResults(const KernelResults& results) const;
   c10::SmallVector<perf::TensorDesc, 8> describeInputs() const;

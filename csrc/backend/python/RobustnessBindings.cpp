@@ -1,8 +1,11 @@
 // npusim._C functions for process-level robustness: draining the autograd
-// device workers before interpreter exit.
+// device workers before interpreter exit, and the state behind torch_npu's
+// recovery from device faults (torch_npu.npu._recovery, stop/restart_device).
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/device/AutogradThreads.h"
+#include "backend/device/NpuErrors.h"
+#include "runtime/DeviceRecovery.h"
 #include "runtime/Runtime.h"
 
 namespace py = pybind11;
@@ -25,6 +28,33 @@ void registerRobustnessBindings(py::module& m) {
     py::gil_scoped_release noGil;
     drainAutogradDeviceThreads();
   });
+
+  using runtime::DeviceRecovery;
+  m.def("_set_npu_data_unsafe_flag", [](bool flag) { DeviceRecovery::setUnsafeDataCheck(flag); });
+  m.def("_get_npu_data_unsafe_flag", []() { return DeviceRecovery::unsafeDataCheck(); });
+  m.def("_mark_all_npu_data_unsafe", [](int device) {
+    NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().allocator(device).markAllBlocksUnsafe());
+  });
+  // The allocation starting at `ptr` on `device` (a storage's data pointer).
+  m.def("_npu_data_is_safe", [](int device, uintptr_t ptr) {
+    bool safe = true;
+    NPUSIM_TRANSLATE_ERRORS(safe = runtime::Runtime::instance().allocator(device).isBlockSafe(
+                                reinterpret_cast<const void*>(ptr)));
+    return safe;
+  });
+  m.def("_mark_npu_data_safe", [](int device, uintptr_t ptr) {
+    NPUSIM_TRANSLATE_ERRORS(
+        runtime::Runtime::instance().allocator(device).markBlockSafe(reinterpret_cast<const void*>(ptr)));
+  });
+  m.def("_npu_stop_device", [](int device) {
+    NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().registry().checkDevice(device, "aclrtDeviceTaskAbort"));
+    DeviceRecovery::stop(device);
+  });
+  m.def("_npu_restart_device", [](int device) {
+    NPUSIM_TRANSLATE_ERRORS(runtime::Runtime::instance().registry().checkDevice(device, "aclrtSetDevice"));
+    DeviceRecovery::restart(device);
+  });
+  m.def("_npu_device_stopped", [](int device) { return DeviceRecovery::stopped(device); });
 }
 
 }  // namespace npusim::backend

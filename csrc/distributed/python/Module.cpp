@@ -75,7 +75,10 @@ PYBIND11_MODULE(_distributed_C, m) {
            py::arg("ranks_per_server"), py::arg("server_910a"), py::arg("buffer_bytes"))
       .def_property_readonly("ranks_per_server", [](const ProcessGroupHCCL& pg) { return pg.config().ranksPerServer; })
       .def_property_readonly("exec_timeout", [](const ProcessGroupHCCL& pg) { return pg.config().execTimeout; })
-      .def_property_readonly("gloo", &ProcessGroupHCCL::glooBackend);
+      .def_property_readonly("gloo", &ProcessGroupHCCL::glooBackend)
+      .def("set_watchdog_status", &ProcessGroupHCCL::setWatchdogStatus, py::arg("status"))
+      .def("_watchdog_status", &ProcessGroupHCCL::watchdogStatus)
+      .def("clear_workmeta_list", &ProcessGroupHCCL::clearWorkMetaList);
 
   // HCCL variables that only tune real hardware are noted in the plog (module HCCL).
   m.def("_plog", [](int level, const std::string& message) {

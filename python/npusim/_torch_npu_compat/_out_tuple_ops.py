@@ -4,7 +4,11 @@ binds them: ``torch_npu.npu_bert_apply_adam(..., out=(var, m, v))``.
 They are typed Python functions over ``torch.ops.npu`` so that ``torch.jit.script`` compiles a
 module that calls them, as it compiles torch_npu's bindings (the Scalar arguments are typed
 ``float`` for TorchScript; eager calls take any number). No ``from __future__ import annotations``
-here: TorchScript reads the annotations.
+here: TorchScript reads the annotations. TorchScript refuses keyword-only parameters with
+defaults, so ``out`` of ``npu_bert_apply_adam`` (whose other parameters have defaults) is an
+ordinary last parameter: ``out=(var, m, v)`` is bound by name as in torch_npu. The calls go
+through the operator packet, which picks the ``.out`` overload by its ``var, m, v`` keywords
+(TorchScript cannot look up an overload attribute).
 """
 
 from typing import Optional, Tuple
@@ -42,7 +46,7 @@ def npu_apply_adam_w(
     if not torch.jit.is_scripting():
         _check_out("npu_apply_adam_w", out)
     var, m, v = out
-    return torch.ops.npu.npu_apply_adam_w.out(
+    return torch.ops.npu.npu_apply_adam_w(
         beta1_power, beta2_power, lr, weight_decay, beta1, beta2, epsilon, grad, max_grad_norm, amsgrad, maximize,
         var=var, m=m, v=v,
     )
@@ -68,7 +72,7 @@ def npu_apply_adam(
     if not torch.jit.is_scripting():
         _check_out("npu_apply_adam", out)
     var, m, v = out
-    return torch.ops.npu.npu_apply_adam.out(
+    return torch.ops.npu.npu_apply_adam(
         beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, use_locking, use_nesterov, var=var, m=m, v=v
     )
 
@@ -84,7 +88,6 @@ def npu_bert_apply_adam(
     weight_decay: float,
     step_size: Optional[float] = None,
     adam_mode: int = 0,
-    *,
     out: Optional[Tuple[Tensor, Tensor, Tensor]] = None,
 ) -> Tuple[Tensor, Tensor, Tensor]:
     if out is None:
@@ -94,7 +97,7 @@ def npu_bert_apply_adam(
     if not torch.jit.is_scripting():
         _check_out("npu_bert_apply_adam", out)
     var, m, v = out
-    return torch.ops.npu.npu_bert_apply_adam.out(
+    return torch.ops.npu.npu_bert_apply_adam(
         lr, beta1, beta2, epsilon, grad, max_grad_norm, global_grad_norm, weight_decay, step_size, adam_mode,
         var=var, m=m, v=v,
     )

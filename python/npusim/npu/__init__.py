@@ -62,6 +62,7 @@ from npusim.npu.options import *  # noqa: E402,F401,F403
 from npusim.npu.tensor_types import *  # noqa: E402,F401,F403
 from npusim.npu.versions import get_soc_version  # noqa: E402,F401
 from npusim.npu.utils import current_blas_handle  # noqa: E402,F401
+from npusim.npu._recovery import _get_uce_addr, check_uce_in_memory, restart_device, stop_device  # noqa: E402,F401
 
 __all__ = [
     *_devices.__all__,
@@ -83,6 +84,9 @@ __all__ = [
     "npurt",
     "get_soc_version",
     "current_blas_handle",
+    "stop_device",
+    "restart_device",
+    "check_uce_in_memory",
 ]
 
 

@@ -14,6 +14,7 @@ from npusim.npu.inf_nan_mode import (  # noqa: F401
 from npusim.npu.options import get_sync_debug_mode, set_sync_debug_mode  # noqa: F401
 from npusim.npu.versions import _is_gte_cann_version, get_cann_version, get_soc_version  # noqa: F401
 from npusim.npu.streams import StreamContext  # noqa: F401
+from npusim.npu._recovery import _get_uce_addr, check_uce_in_memory  # noqa: F401
 from npusim.npu.devices import (  # noqa: F401
     current_device,
     device_count,

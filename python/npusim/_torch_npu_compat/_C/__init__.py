@@ -197,6 +197,58 @@ _activate_npu_trace = _npusim_C._activate_npu_trace
 _empty_strided_npu = _npusim_C._empty_strided_npu
 
 
+# Recovery from device faults (torch_npu.npu._recovery calls these).
+def _check_npu_data_ptr(storage) -> bool:
+    from npusim.npu import _recovery
+
+    return _recovery.check_npu_storage_is_safe(storage)
+
+
+def _mark_all_npu_data_ptr_unsafe(device: int) -> None:
+    from npusim.npu import _recovery
+
+    _recovery.mark_all_npu_tensor_unsafe(device)
+
+
+def _update_npu_data_ptr(storage) -> None:
+    from npusim.npu import _recovery
+
+    _recovery.update_npu_storage_to_safe(storage)
+
+
+_set_npu_data_unsafe_flag = _npusim_C._set_npu_data_unsafe_flag
+_get_npu_data_unsafe_flag = _npusim_C._get_npu_data_unsafe_flag
+
+
+def _recovery_all_npu_stream(device: int) -> None:
+    from npusim.npu import _recovery
+
+    _recovery._recovery_all_npu_stream(device)
+
+
+def _npu_stopDevice(device: int) -> int:
+    _lazy_init()
+    _npusim_C._npu_stop_device(int(device))
+    return 0
+
+
+def _npu_restart_device(device: int) -> None:
+    _lazy_init()
+    _npusim_C._npu_restart_device(int(device))
+
+
+def _npu_check_uce_in_memory(device: int) -> int:
+    from npusim.npu import _recovery
+
+    return _recovery.check_uce_in_memory(device)
+
+
+def _npu_get_uce_addr() -> list:
+    from npusim.npu import _recovery
+
+    return _recovery._get_uce_addr()
+
+
 def __getattr__(name: str) -> Any:
     raise AttributeError(
         f"module 'torch_npu._C' has no attribute '{name}' (npusim does not provide this torch_npu binding)"
