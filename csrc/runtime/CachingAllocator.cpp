@@ -848,19 +848,19 @@ size_t CachingAllocator::allocationSize(void* ptr) const {
 
 bool CachingAllocator::isBlockSafe(const void* ptr) const {
   if (ptr == nullptr) return true;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   const Block* block = impl_->allocated.find(ptr);
   return block == nullptr || block->safe;
 }
 
 void CachingAllocator::markBlockSafe(const void* ptr) {
   if (ptr == nullptr) return;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   if (Block* block = impl_->allocated.find(ptr)) block->safe = true;
 }
 
 void CachingAllocator::markAllBlocksUnsafe() {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->markAllocatedBlocksUnsafe();
 }
 
