@@ -41,6 +41,7 @@ struct Block {
   int gcCount = 0;        // allocations since this cached block was last reused
   bool safe = true;       // false once marked unsafe (torch_npu's recovery), until reallocated or overwritten
   std::vector<StreamId> streamUses;
+  std::shared_ptr<StackContext> stack;  // allocation stack while allocated (history on)
 
   bool isSplit() const { return prev != nullptr || next != nullptr; }
 };
@@ -83,6 +84,7 @@ struct Segment {
   BlockPool* pool = nullptr;
   StreamId stream = 0;
   Block* head = nullptr;
+  std::shared_ptr<StackContext> stack;  // where it was carved (history on)
 };
 
 void updateStat(Stat& stat, int64_t amount) {
@@ -157,6 +159,8 @@ struct CachingAllocator::Impl {
   }
 
   struct Request {
+    bool recording = false;                // history on when the request came in
+    std::shared_ptr<StackContext> stack;   // its allocation stack, if recorded
     StreamId stream = 0;
     size_t size = 0;       // rounded block size
     size_t segmentSize = 0;
@@ -186,6 +190,24 @@ struct CachingAllocator::Impl {
   std::map<MempoolId, std::unique_ptr<PrivatePool>> privatePools;
   std::vector<std::pair<MempoolId, PoolFilter>> poolRoutes;  // begun, not yet ended
   size_t releasedPools = 0;  // use count 0, still in privatePools
+  mutable AllocationHistory history;  // snapshot() records into it too
+
+  static MempoolId poolIdOf(const BlockPool& pool) {
+    return pool.owner != nullptr ? pool.owner->id : kDefaultMempool;
+  }
+
+  void recordTrace(TraceAction action, uintptr_t addr, size_t size, StreamId stream, MempoolId pool,
+                   std::shared_ptr<StackContext> stack) const {
+    TraceEntry entry;
+    entry.action = action;
+    entry.device = device;
+    entry.addr = addr;
+    entry.size = size;
+    entry.stream = stream;
+    entry.pool = pool;
+    entry.stack = std::move(stack);
+    history.record(std::move(entry));
+  }
 
   // --- private pools ---
   PrivatePool* findPool(MempoolId id) const {
@@ -299,6 +321,7 @@ struct CachingAllocator::Impl {
   }
 
   void recycle(Block* block) {
+    block->stack.reset();
     if (spareBlocks.size() < 4096) {
       spareBlocks.push_back(block);
     } else {
@@ -307,9 +330,11 @@ struct CachingAllocator::Impl {
   }
 
   // --- the allocation path ---
-  void* allocate(size_t bytes, StreamId stream) {
+  void* allocate(size_t bytes, StreamId stream, bool recording, std::shared_ptr<StackContext> stack) {
     processStreamUses();
     Request request;
+    request.recording = recording;
+    request.stack = std::move(stack);
     request.stream = stream;
     request.size = roundSize(bytes, config);
     request.pool = poolRoutes.empty() ? (request.size <= kSmallSize ? &small : &large) : poolFor(request.size, stream);
@@ -398,6 +423,11 @@ struct CachingAllocator::Impl {
     Block* block = newBlock(request.stream, size, request.pool, segment, segment->base);
     segment->head = block;
     segments.emplace(reinterpret_cast<uintptr_t>(ptr), segment);
+    if (request.recording) {
+      segment->stack = request.stack;
+      recordTrace(TraceAction::kSegmentAlloc, reinterpret_cast<uintptr_t>(ptr), size, request.stream,
+                  poolIdOf(*request.pool), request.stack);
+    }
 
     forPool(*request.pool, [&](size_t type) {
       updateStat(stats.segment[type], 1);
@@ -445,6 +475,11 @@ struct CachingAllocator::Impl {
     block->allocated = true;
     block->safe = true;  // fresh data: whatever the block held before is gone
     block->requestedSize = requestedBytes;
+    if (request.recording) {
+      block->stack = request.stack;
+      recordTrace(TraceAction::kAlloc, reinterpret_cast<uintptr_t>(block->ptr), requestedBytes, block->stream,
+                  poolIdOf(pool), request.stack);
+    }
     allocated.insert(block->ptr, block);
     forPool(pool, [&](size_t type) {
       updateStat(stats.allocation[type], 1);
@@ -460,6 +495,11 @@ struct CachingAllocator::Impl {
   [[noreturn]] void throwOutOfMemory(const Request& request) {
     const size_t segmentSize = request.segmentSize;
     stats.num_ooms += 1;
+    // torch's "oom" entry: addr holds the bytes the device still has free.
+    if (request.recording) {
+      recordTrace(TraceAction::kOom, memory.freeBytes(), request.size, request.stream, poolIdOf(*request.pool),
+                  request.stack);
+    }
     std::string allowed;
     if (fractionSet) allowed = formatMemorySize(allowedMaximum) + " allowed; ";
     std::string message = "NPU out of memory. Tried to allocate " + formatMemorySize(segmentSize) + " (NPU " +
@@ -498,10 +538,14 @@ struct CachingAllocator::Impl {
     }
   }
 
-  void free(void* ptr) {
+  void free(void* ptr, bool recording, const std::shared_ptr<StackContext>& stack) {
     Block* block = allocated.erase(ptr);
     if (block == nullptr) throwInvalidPointer(ptr, "NPUCachingAllocator free");
     block->allocated = false;
+    if (recording) {
+      recordTrace(TraceAction::kFreeRequested, reinterpret_cast<uintptr_t>(block->ptr), block->requestedSize,
+                  block->stream, poolIdOf(*block->pool), stack ? stack : block->stack);
+    }
     forPool(*block->pool, [&](size_t type) {
       updateStat(stats.allocation[type], -1);
       updateStat(stats.allocated_bytes[type], -static_cast<int64_t>(block->size));
@@ -516,12 +560,17 @@ struct CachingAllocator::Impl {
       }
       block->streamUses.clear();
     } else {
-      cacheBlock(block);
+      cacheBlock(block, recording, stack);
     }
   }
 
   // Puts a block that is no longer in use back into its pool.
-  void cacheBlock(Block* block) {
+  void cacheBlock(Block* block, bool recording, const std::shared_ptr<StackContext>& stack = nullptr) {
+    if (recording) {
+      recordTrace(TraceAction::kFreeCompleted, reinterpret_cast<uintptr_t>(block->ptr), block->requestedSize,
+                  block->stream, poolIdOf(*block->pool), stack ? stack : block->stack);
+    }
+    block->stack.reset();
     const size_t originalSize = block->size;
     const size_t requestedSize = block->requestedSize;
     BlockPool& pool = *block->pool;
@@ -580,7 +629,7 @@ struct CachingAllocator::Impl {
         Block* block = queue.front().second;
         queue.pop_front();
         pendingUseCount -= 1;
-        if (--block->eventCount == 0) cacheBlock(block);
+        if (--block->eventCount == 0) cacheBlock(block, history.recording());
       }
     }
   }
@@ -590,7 +639,7 @@ struct CachingAllocator::Impl {
     stats.num_sync_all_streams += 1;
     for (auto& [stream, queue] : pendingUses) {
       for (auto& [marker, block] : queue) {
-        if (--block->eventCount == 0) cacheBlock(block);
+        if (--block->eventCount == 0) cacheBlock(block, history.recording());
       }
       queue.clear();
     }
@@ -604,6 +653,10 @@ struct CachingAllocator::Impl {
     Segment* segment = block->segment;
     BlockPool& pool = *block->pool;
     pool.blocks.erase(block);
+    if (history.recording()) {
+      recordTrace(TraceAction::kSegmentFree, reinterpret_cast<uintptr_t>(segment->base), segment->size,
+                  segment->stream, poolIdOf(pool), segment->stack);
+    }
     memory.free(segment->base, segment->size);
     stats.num_device_free += 1;
     totalReserved -= segment->size;
@@ -733,12 +786,14 @@ struct CachingAllocator::Impl {
       info.is_large = !segment->pool->isSmall;
       info.is_expandable = false;
       if (segment->pool->owner != nullptr) info.pool = segment->pool->owner->id;
+      info.stack = segment->stack;
       for (const Block* block = segment->head; block != nullptr; block = block->next) {
         BlockInfo blockInfo;
         blockInfo.size = block->size;
         blockInfo.requested_size = block->requestedSize;
         blockInfo.allocated = block->allocated;
         blockInfo.active = block->allocated || block->eventCount > 0;
+        if (block->allocated) blockInfo.stack = block->stack;
         info.total_size += blockInfo.size;
         if (blockInfo.allocated) info.allocated_size += blockInfo.size;
         if (blockInfo.active) {
@@ -748,6 +803,11 @@ struct CachingAllocator::Impl {
         info.blocks.push_back(blockInfo);
       }
       result.push_back(std::move(info));
+    }
+    if (history.recording()) {
+      size_t totalActive = 0;
+      for (const SegmentInfo& info : result) totalActive += info.active_size;
+      recordTrace(TraceAction::kSnapshot, 0, totalActive, 0, kDefaultMempool, nullptr);
     }
     return result;
   }
@@ -781,16 +841,24 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream) {
   if (bytes >= kOneExabyte) {
     throw OutOfMemoryError(device_, "NPU out of memory. Tried to allocate more than 1EB memory.");
   }
+  // History off: this one relaxed load is all it costs. The stack is taken
+  // before the lock (capturing a Python stack takes the GIL).
+  const bool recording = impl_->history.recording();
+  std::shared_ptr<StackContext> stack;
+  if (recording) stack = impl_->history.captureStack(RecordContext::kState);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  void* ptr = impl_->allocate(bytes, stream);
+  void* ptr = impl_->allocate(bytes, stream, recording, std::move(stack));
   impl_->dropReleasedPools();
   return ptr;
 }
 
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
+  const bool recording = impl_->history.recording();
+  std::shared_ptr<StackContext> stack;
+  if (recording) stack = impl_->history.captureStack(RecordContext::kAll);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->free(ptr);
+  impl_->free(ptr, recording, stack);
   impl_->dropReleasedPools();
 }
 
@@ -937,6 +1005,18 @@ void CachingAllocator::resetAccumulatedStats() {
 std::vector<SegmentInfo> CachingAllocator::snapshot() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->snapshot();
+}
+
+void CachingAllocator::recordHistory(bool enabled, StackRecorder recorder, size_t maxEntries, RecordContext when) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->history.configure(enabled, std::move(recorder), maxEntries, when);
+}
+
+bool CachingAllocator::isHistoryEnabled() const noexcept { return impl_->history.recording(); }
+
+std::vector<TraceEntry> CachingAllocator::trace() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->history.entries();
 }
 
 size_t CachingAllocator::reservedBytes() const {
