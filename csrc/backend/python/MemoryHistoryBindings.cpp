@@ -11,7 +11,6 @@
 
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/profiler/combined_traceback.h>
-#include <torch/csrc/profiler/python/combined_traceback.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/device/NpuErrors.h"
@@ -19,6 +18,15 @@
 #include "runtime/Runtime.h"
 
 namespace py = pybind11;
+
+// libtorch_python's symbolizer of captured tracebacks (declared in
+// torch/csrc/profiler/python/combined_traceback.h, a header that needs
+// nlohmann/json, which the torch wheel does not ship): a list of frame dicts
+// ({"name", "filename", "line"}) per traceback.
+namespace torch {
+std::vector<pybind11::object> py_symbolize(std::vector<CapturedTraceback*>& to_symbolize);
+void freeDeadCapturedTracebackFrames();  // needs the GIL
+}  // namespace torch
 
 namespace npusim::backend {
 namespace {
