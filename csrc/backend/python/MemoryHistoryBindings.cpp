@@ -192,7 +192,10 @@ void registerMemoryHistoryBindings(py::module& m) {
         }),
         py::arg("mempool_id") = py::none());
   // The segments alone (torch.npu.memory_snapshot), every device's.
-  m.def("_memory_snapshot", torch::wrap_pybind_function([] { return memorySnapshot(std::nullopt)["segments"]; }));
+  m.def("_memory_snapshot", torch::wrap_pybind_function([]() -> py::object {
+          py::dict snapshot = memorySnapshot(std::nullopt);
+          return snapshot["segments"];
+        }));
 }
 
 }  // namespace npusim::backend
