@@ -16,11 +16,11 @@ MiB = 1024 * 1024
 
 @pytest.fixture()
 def history():
-    torch.npu.set_device(DEVICE)
-    torch.npu.empty_cache()
-    yield torch.npu.memory
-    torch.npu.memory._record_memory_history(None)
-    torch.npu.empty_cache()
+    with torch.npu.device(DEVICE):  # the other tests keep their current device
+        torch.npu.empty_cache()
+        yield torch.npu.memory
+        torch.npu.memory._record_memory_history(None)
+        torch.npu.empty_cache()
 
 
 def _trace(snapshot):
