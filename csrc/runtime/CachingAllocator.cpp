@@ -159,8 +159,10 @@ struct CachingAllocator::Impl {
   }
 
   struct Request {
-    bool recording = false;                // history on when the request came in
-    std::shared_ptr<StackContext> stack;   // its allocation stack, if recorded
+    // History on: the request's allocation stack (itself null when no stack is
+    // kept); nullptr when history is off, so that an unrecorded request holds
+    // nothing to construct or destroy.
+    const std::shared_ptr<StackContext>* recorded = nullptr;
     StreamId stream = 0;
     size_t size = 0;       // rounded block size
     size_t segmentSize = 0;
@@ -194,6 +196,13 @@ struct CachingAllocator::Impl {
 
   static MempoolId poolIdOf(const BlockPool& pool) {
     return pool.owner != nullptr ? pool.owner->id : kDefaultMempool;
+  }
+
+  // For events that happen later than the call that caused them (a stream's
+  // work completing): recorded without a stack of their own.
+  const std::shared_ptr<StackContext>* recordedOrNull() const {
+    static const std::shared_ptr<StackContext> kNoStack;
+    return history.recording() ? &kNoStack : nullptr;
   }
 
   void recordTrace(TraceAction action, uintptr_t addr, size_t size, StreamId stream, MempoolId pool,
@@ -321,7 +330,7 @@ struct CachingAllocator::Impl {
   }
 
   void recycle(Block* block) {
-    block->stack.reset();
+    if (block->stack) block->stack.reset();
     if (spareBlocks.size() < 4096) {
       spareBlocks.push_back(block);
     } else {
@@ -330,11 +339,10 @@ struct CachingAllocator::Impl {
   }
 
   // --- the allocation path ---
-  void* allocate(size_t bytes, StreamId stream, bool recording, std::shared_ptr<StackContext> stack) {
+  void* allocate(size_t bytes, StreamId stream, const std::shared_ptr<StackContext>* recorded) {
     processStreamUses();
     Request request;
-    request.recording = recording;
-    request.stack = std::move(stack);
+    request.recorded = recorded;
     request.stream = stream;
     request.size = roundSize(bytes, config);
     request.pool = poolRoutes.empty() ? (request.size <= kSmallSize ? &small : &large) : poolFor(request.size, stream);
@@ -423,10 +431,10 @@ struct CachingAllocator::Impl {
     Block* block = newBlock(request.stream, size, request.pool, segment, segment->base);
     segment->head = block;
     segments.emplace(reinterpret_cast<uintptr_t>(ptr), segment);
-    if (request.recording) {
-      segment->stack = request.stack;
+    if (request.recorded != nullptr) {
+      segment->stack = *request.recorded;
       recordTrace(TraceAction::kSegmentAlloc, reinterpret_cast<uintptr_t>(ptr), size, request.stream,
-                  poolIdOf(*request.pool), request.stack);
+                  poolIdOf(*request.pool), *request.recorded);
     }
 
     forPool(*request.pool, [&](size_t type) {
@@ -475,10 +483,10 @@ struct CachingAllocator::Impl {
     block->allocated = true;
     block->safe = true;  // fresh data: whatever the block held before is gone
     block->requestedSize = requestedBytes;
-    if (request.recording) {
-      block->stack = request.stack;
+    if (request.recorded != nullptr) {
+      block->stack = *request.recorded;
       recordTrace(TraceAction::kAlloc, reinterpret_cast<uintptr_t>(block->ptr), requestedBytes, block->stream,
-                  poolIdOf(pool), request.stack);
+                  poolIdOf(pool), *request.recorded);
     }
     allocated.insert(block->ptr, block);
     forPool(pool, [&](size_t type) {
@@ -496,9 +504,9 @@ struct CachingAllocator::Impl {
     const size_t segmentSize = request.segmentSize;
     stats.num_ooms += 1;
     // torch's "oom" entry: addr holds the bytes the device still has free.
-    if (request.recording) {
+    if (request.recorded != nullptr) {
       recordTrace(TraceAction::kOom, memory.freeBytes(), request.size, request.stream, poolIdOf(*request.pool),
-                  request.stack);
+                  *request.recorded);
     }
     std::string allowed;
     if (fractionSet) allowed = formatMemorySize(allowedMaximum) + " allowed; ";
@@ -538,13 +546,14 @@ struct CachingAllocator::Impl {
     }
   }
 
-  void free(void* ptr, bool recording, const std::shared_ptr<StackContext>& stack) {
+  // `recorded`: as Request::recorded, the free's own stack.
+  void free(void* ptr, const std::shared_ptr<StackContext>* recorded) {
     Block* block = allocated.erase(ptr);
     if (block == nullptr) throwInvalidPointer(ptr, "NPUCachingAllocator free");
     block->allocated = false;
-    if (recording) {
+    if (recorded != nullptr) {
       recordTrace(TraceAction::kFreeRequested, reinterpret_cast<uintptr_t>(block->ptr), block->requestedSize,
-                  block->stream, poolIdOf(*block->pool), stack ? stack : block->stack);
+                  block->stream, poolIdOf(*block->pool), *recorded ? *recorded : block->stack);
     }
     forPool(*block->pool, [&](size_t type) {
       updateStat(stats.allocation[type], -1);
@@ -560,17 +569,18 @@ struct CachingAllocator::Impl {
       }
       block->streamUses.clear();
     } else {
-      cacheBlock(block, recording, stack);
+      cacheBlock(block, recorded);
     }
   }
 
   // Puts a block that is no longer in use back into its pool.
-  void cacheBlock(Block* block, bool recording, const std::shared_ptr<StackContext>& stack = nullptr) {
-    if (recording) {
+  // `recorded`: nullptr with history off, else the stack of the free (may be null).
+  void cacheBlock(Block* block, const std::shared_ptr<StackContext>* recorded) {
+    if (recorded != nullptr) {
       recordTrace(TraceAction::kFreeCompleted, reinterpret_cast<uintptr_t>(block->ptr), block->requestedSize,
-                  block->stream, poolIdOf(*block->pool), stack ? stack : block->stack);
+                  block->stream, poolIdOf(*block->pool), *recorded ? *recorded : block->stack);
     }
-    block->stack.reset();
+    if (block->stack) block->stack.reset();
     const size_t originalSize = block->size;
     const size_t requestedSize = block->requestedSize;
     BlockPool& pool = *block->pool;
@@ -629,7 +639,7 @@ struct CachingAllocator::Impl {
         Block* block = queue.front().second;
         queue.pop_front();
         pendingUseCount -= 1;
-        if (--block->eventCount == 0) cacheBlock(block, history.recording());
+        if (--block->eventCount == 0) cacheBlock(block, recordedOrNull());
       }
     }
   }
@@ -639,7 +649,7 @@ struct CachingAllocator::Impl {
     stats.num_sync_all_streams += 1;
     for (auto& [stream, queue] : pendingUses) {
       for (auto& [marker, block] : queue) {
-        if (--block->eventCount == 0) cacheBlock(block, history.recording());
+        if (--block->eventCount == 0) cacheBlock(block, recordedOrNull());
       }
       queue.clear();
     }
@@ -653,7 +663,7 @@ struct CachingAllocator::Impl {
     Segment* segment = block->segment;
     BlockPool& pool = *block->pool;
     pool.blocks.erase(block);
-    if (history.recording()) {
+    if (history.recording()) {  // off the cached path: a device free follows
       recordTrace(TraceAction::kSegmentFree, reinterpret_cast<uintptr_t>(segment->base), segment->size,
                   segment->stream, poolIdOf(pool), segment->stack);
     }
@@ -841,24 +851,36 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream) {
   if (bytes >= kOneExabyte) {
     throw OutOfMemoryError(device_, "NPU out of memory. Tried to allocate more than 1EB memory.");
   }
-  // History off: this one relaxed load is all it costs. The stack is taken
-  // before the lock (capturing a Python stack takes the GIL).
-  const bool recording = impl_->history.recording();
-  std::shared_ptr<StackContext> stack;
-  if (recording) stack = impl_->history.captureStack(RecordContext::kState);
+  // History off: this one relaxed load is all it costs.
+  if (impl_->history.recording()) return allocateRecorded(bytes, stream);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  void* ptr = impl_->allocate(bytes, stream, recording, std::move(stack));
+  void* ptr = impl_->allocate(bytes, stream, nullptr);
+  impl_->dropReleasedPools();
+  return ptr;
+}
+
+// The stack is captured before the lock: capturing a Python stack takes the
+// GIL, and a thread holding the GIL may be waiting for this allocator.
+void* CachingAllocator::allocateRecorded(size_t bytes, StreamId stream) {
+  const std::shared_ptr<StackContext> stack = impl_->history.captureStack(RecordContext::kState);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  void* ptr = impl_->allocate(bytes, stream, &stack);
   impl_->dropReleasedPools();
   return ptr;
 }
 
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
-  const bool recording = impl_->history.recording();
-  std::shared_ptr<StackContext> stack;
-  if (recording) stack = impl_->history.captureStack(RecordContext::kAll);
+  if (impl_->history.recording()) return freeRecorded(ptr);
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->free(ptr, recording, stack);
+  impl_->free(ptr, nullptr);
+  impl_->dropReleasedPools();
+}
+
+void CachingAllocator::freeRecorded(void* ptr) {
+  const std::shared_ptr<StackContext> stack = impl_->history.captureStack(RecordContext::kAll);
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->free(ptr, &stack);
   impl_->dropReleasedPools();
 }
 

@@ -236,6 +236,10 @@ class CachingAllocator {
   static size_t segmentSizeFor(size_t roundedSize, const AllocatorConfig& config);
 
  private:
+  // allocate / free while history is on: the stack is captured first.
+  void* allocateRecorded(size_t bytes, StreamId stream);
+  void freeRecorded(void* ptr);
+
   struct Impl;
   const int device_;
   AllocatorConfig config_;  // read by Impl under its mutex
