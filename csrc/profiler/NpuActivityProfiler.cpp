@@ -163,7 +163,7 @@ class NpuProfilerSession final : public libkineto::IActivityProfilerSession {
         case backend::DeviceActivityKind::kCopyDeviceToHost: name = "Memcpy DtoH"; break;
         case backend::DeviceActivityKind::kCopyDeviceToDevice: name = "Memcpy DtoD"; break;
         case backend::DeviceActivityKind::kCollective: name = "hcom_" + activity.what; break;
-        default: name = kernelName(op); break;
+        default: name = activity.what.empty() ? kernelName(op) : activity.what; break;
       }
       auto& task = add(kernel ? ActivityType::CONCURRENT_KERNEL : ActivityType::GPU_MEMCPY,
                                                   std::move(name));

@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <deque>
 #include <map>
-#include <mutex>
+#include <mutex>  // std::lock_guard
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "runtime/AddressMap.h"
 #include "runtime/Error.h"
+#include "runtime/SpinLock.h"
 
 namespace npusim::runtime {
 
@@ -55,9 +57,11 @@ struct BlockBySize {
   }
 };
 
+using BlockSet = std::set<Block*, BlockBySize>;
+
 struct BlockPool {
   explicit BlockPool(bool small, PrivatePool* privatePool = nullptr) : isSmall(small), owner(privatePool) {}
-  std::set<Block*, BlockBySize> blocks;  // cached (free) blocks
+  BlockSet blocks;  // cached (free) blocks; changed only through Impl::cache/uncache
   const bool isSmall;
   PrivatePool* const owner;  // nullptr for the default pools
 };
@@ -142,9 +146,11 @@ struct CachingAllocator::Impl {
       : device(deviceIndex), memory(deviceMemory), tracker(streamTracker), config(cfg), small(true), large(false) {
     stats.max_split_size =
         config.maxSplitSize == AllocatorConfig::kUnlimited ? -1 : static_cast<int64_t>(config.maxSplitSize);
+    spareNodes.reserve(kSpareNodes);
   }
 
   ~Impl() {
+    releaseRetainedPhysical();
     for (auto& [base, segment] : segments) {
       memory.free(segment->base, segment->size);
       Block* block = segment->head;
@@ -176,10 +182,12 @@ struct CachingAllocator::Impl {
   StreamUseTracker& tracker;
   const AllocatorConfig& config;
 
-  mutable std::mutex mutex;
+  mutable SpinLock mutex;  // every critical section is short but the OOM retry (see SpinLock.h)
   MemoryStats stats;
   BlockPool small;
   BlockPool large;
+  std::vector<std::pair<char*, size_t>> retainedPhysical;  // see releaseRetainedPhysical
+  bool keepPhysicalOnRelease = false;
   AddressMap<Block> allocated;                                             // live allocations by address
   std::map<uintptr_t, Segment*> segments;                                  // by base address
   std::map<StreamId, std::deque<std::pair<uint64_t, Block*>>> pendingUses;  // freed, awaiting streams
@@ -189,6 +197,8 @@ struct CachingAllocator::Impl {
   double fraction = 1.0;
   size_t allowedMaximum = 0;
   std::vector<Block*> spareBlocks;
+  static constexpr size_t kSpareNodes = 64;
+  std::vector<BlockSet::node_type> spareNodes;
   std::map<MempoolId, std::unique_ptr<PrivatePool>> privatePools;
   std::vector<std::pair<MempoolId, PoolFilter>> poolRoutes;  // begun, not yet ended
   size_t releasedPools = 0;  // use count 0, still in privatePools
@@ -338,6 +348,28 @@ struct CachingAllocator::Impl {
     }
   }
 
+  // --- the pools' tree nodes are recycled too ---
+  // A small allocation and its free each take a block out of a pool and put
+  // one back (the split remainder, the merged block): with std::set's own
+  // insert and erase that is a heap node allocated and freed every time.
+  // Extracted nodes are kept and reused for the next insert, into any pool:
+  // the same set contents in the same order, without the heap.
+  void keepNode(BlockSet::node_type node) {
+    if (!node.empty() && spareNodes.size() < kSpareNodes) spareNodes.push_back(std::move(node));
+  }
+  void uncache(BlockPool& pool, BlockSet::iterator it) { keepNode(pool.blocks.extract(it)); }
+  void uncache(BlockPool& pool, Block* block) { keepNode(pool.blocks.extract(block)); }
+  void cache(BlockPool& pool, Block* block) {
+    if (spareNodes.empty()) {
+      pool.blocks.insert(block);
+      return;
+    }
+    BlockSet::node_type node = std::move(spareNodes.back());
+    spareNodes.pop_back();
+    node.value() = block;
+    pool.blocks.insert(std::move(node));
+  }
+
   // --- the allocation path ---
   void* allocate(size_t bytes, StreamId stream, const std::shared_ptr<StackContext>* recorded) {
     processStreamUses();
@@ -385,7 +417,7 @@ struct CachingAllocator::Impl {
     if (!isOversize(request.size) && isOversize(candidate->size)) return false;
     if (isOversize(request.size) && candidate->size >= request.size + config.maxNonSplitRoundingSize) return false;
     candidate->gcCount = 0;
-    pool.blocks.erase(it);
+    uncache(pool, it);
     request.block = candidate;
     return true;
   }
@@ -401,12 +433,14 @@ struct CachingAllocator::Impl {
   bool carveSegment(Request& request, bool isRetry) {
     if (isRetry) stats.num_alloc_retries += 1;
     request.hostRefusal.clear();
+    releaseRetainedPhysical();  // the kept physical memory is mapped again for the new segment
     if (!withinFraction(request.segmentSize)) return false;
     return adoptSegment(request, memory.allocate(request.segmentSize, &request.hostRefusal));
   }
 
   bool carveSegmentUncommitted(Request& request) {
     request.hostRefusal.clear();
+    releaseRetainedPhysical();
     if (!withinFraction(request.segmentSize)) return false;
     return adoptSegment(request, memory.allocateUncommitted(request.segmentSize, &request.hostRefusal));
   }
@@ -460,7 +494,7 @@ struct CachingAllocator::Impl {
       remaining->ptr += request.size;
       remaining->size -= request.size;
       if (block->prev == nullptr) block->segment->head = block;
-      pool.blocks.insert(remaining);
+      cache(pool, remaining);
       if (alreadySplit) {
         // An inactive split block shrinks by the part handed out.
         forPool(pool, [&](size_t type) {
@@ -593,7 +627,7 @@ struct CachingAllocator::Impl {
         inactiveSplitBytes -= static_cast<int64_t>(merged);
       }
     }
-    pool.blocks.insert(block);
+    cache(pool, block);
     if (block->isSplit()) {
       inactiveSplitBlocks += 1;
       inactiveSplitBytes += static_cast<int64_t>(block->size);
@@ -613,7 +647,7 @@ struct CachingAllocator::Impl {
   // Merges the free neighbour `source` into `target`; returns the bytes gained.
   size_t mergeInto(Block* target, Block* source, BlockPool& pool) {
     if (source == nullptr || source->allocated || source->eventCount > 0 || !source->streamUses.empty()) return 0;
-    pool.blocks.erase(source);
+    uncache(pool, source);
     if (target->prev == source) {
       target->ptr = source->ptr;
       target->prev = source->prev;
@@ -662,12 +696,16 @@ struct CachingAllocator::Impl {
   void releaseSegment(Block* block) {
     Segment* segment = block->segment;
     BlockPool& pool = *block->pool;
-    pool.blocks.erase(block);
+    uncache(pool, block);
     if (history.recording()) {  // off the cached path: a device free follows
       recordTrace(TraceAction::kSegmentFree, reinterpret_cast<uintptr_t>(segment->base), segment->size,
                   segment->stream, poolIdOf(pool), segment->stack);
     }
-    memory.free(segment->base, segment->size);
+    if (keepPhysicalOnRelease) {
+      retainedPhysical.emplace_back(segment->base, segment->size);
+    } else {
+      memory.free(segment->base, segment->size);
+    }
     stats.num_device_free += 1;
     totalReserved -= segment->size;
     forPool(pool, [&](size_t type) {
@@ -679,6 +717,13 @@ struct CachingAllocator::Impl {
     segments.erase(reinterpret_cast<uintptr_t>(segment->base));
     delete segment;
     recycle(block);
+  }
+
+  // Physical memory that emptyVirtualAddressCache unmapped but kept: it stays
+  // taken on the device until the next segment maps it again or emptyCache.
+  void releaseRetainedPhysical() {
+    for (const auto& [base, size] : retainedPhysical) memory.free(base, size);
+    retainedPhysical.clear();
   }
 
   void releaseUnsplitBlocks(BlockPool& pool) {
@@ -853,7 +898,7 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream) {
   }
   // History off: this one relaxed load is all it costs.
   if (impl_->history.recording()) return allocateRecorded(bytes, stream);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   void* ptr = impl_->allocate(bytes, stream, nullptr);
   impl_->dropReleasedPools();
   return ptr;
@@ -863,7 +908,7 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream) {
 // GIL, and a thread holding the GIL may be waiting for this allocator.
 void* CachingAllocator::allocateRecorded(size_t bytes, StreamId stream) {
   const std::shared_ptr<StackContext> stack = impl_->history.captureStack(RecordContext::kState);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   void* ptr = impl_->allocate(bytes, stream, &stack);
   impl_->dropReleasedPools();
   return ptr;
@@ -872,21 +917,21 @@ void* CachingAllocator::allocateRecorded(size_t bytes, StreamId stream) {
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
   if (impl_->history.recording()) return freeRecorded(ptr);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->free(ptr, nullptr);
   impl_->dropReleasedPools();
 }
 
 void CachingAllocator::freeRecorded(void* ptr) {
   const std::shared_ptr<StackContext> stack = impl_->history.captureStack(RecordContext::kAll);
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->free(ptr, &stack);
   impl_->dropReleasedPools();
 }
 
 void CachingAllocator::recordStream(void* ptr, StreamId stream) {
   if (ptr == nullptr) return;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   Block* block = impl_->findAllocated(ptr, "NPUCachingAllocator recordStream");
   // Uses on the allocation stream are ordered by the stream itself.
   if (stream == block->stream) return;
@@ -897,39 +942,48 @@ void CachingAllocator::recordStream(void* ptr, StreamId stream) {
 
 void CachingAllocator::eraseStream(void* ptr, StreamId stream) {
   if (ptr == nullptr) return;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   Block* block = impl_->findAllocated(ptr, "NPUCachingAllocator eraseStream");
   auto& uses = block->streamUses;
   uses.erase(std::remove(uses.begin(), uses.end(), stream), uses.end());
 }
 
 size_t CachingAllocator::allocationSize(void* ptr) const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   return impl_->findAllocated(ptr, "NPUCachingAllocator allocationSize")->size;
 }
 
 bool CachingAllocator::isBlockSafe(const void* ptr) const {
   if (ptr == nullptr) return true;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   const Block* block = impl_->allocated.find(ptr);
   return block == nullptr || block->safe;
 }
 
 void CachingAllocator::markBlockSafe(const void* ptr) {
   if (ptr == nullptr) return;
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   if (Block* block = impl_->allocated.find(ptr)) block->safe = true;
 }
 
 void CachingAllocator::markAllBlocksUnsafe() {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->markAllocatedBlocksUnsafe();
 }
 
+void CachingAllocator::emptyVirtualAddressCache() {
+  std::lock_guard<SpinLock> lock(impl_->mutex);
+  impl_->tracker.synchronizeDevice();
+  impl_->keepPhysicalOnRelease = true;
+  impl_->releaseCachedBlocks();
+  impl_->keepPhysicalOnRelease = false;
+}
+
 void CachingAllocator::emptyCache(MempoolId pool) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->tracker.synchronizeDevice();
   if (pool == kDefaultMempool) {
+    impl_->releaseRetainedPhysical();
     impl_->releaseCachedBlocks();
   } else {
     impl_->releaseCachedBlocksOf(pool);
@@ -937,12 +991,12 @@ void CachingAllocator::emptyCache(MempoolId pool) {
 }
 
 void CachingAllocator::createOrIncrefPool(MempoolId id, PoolOptions options) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->createOrIncrefPool(id, options);
 }
 
 void CachingAllocator::beginAllocateToPool(MempoolId id, PoolFilter filter) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   if (impl_->isRouted(id)) {
     throw RuntimeError(ErrorCode::kInvalidParam, "beginAllocateToPool",
                        "already allocating to memory pool " + poolIdText(id) + " on NPU " + std::to_string(device_));
@@ -952,7 +1006,7 @@ void CachingAllocator::beginAllocateToPool(MempoolId id, PoolFilter filter) {
 }
 
 void CachingAllocator::endAllocateToPool(MempoolId id) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   auto& routes = impl_->poolRoutes;
   routes.erase(std::remove_if(routes.begin(), routes.end(), [&](const auto& route) { return route.first == id; }),
                routes.end());
@@ -960,18 +1014,18 @@ void CachingAllocator::endAllocateToPool(MempoolId id) {
 }
 
 void CachingAllocator::releasePool(MempoolId id) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->releasePool(id);
 }
 
 int CachingAllocator::poolUseCount(MempoolId id) const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   const PrivatePool* pool = impl_->findPool(id);
   return pool == nullptr ? 0 : pool->useCount;
 }
 
 std::vector<MempoolId> CachingAllocator::pools() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   std::vector<MempoolId> ids;
   for (const auto& [id, pool] : impl_->privatePools) ids.push_back(id);
   return ids;
@@ -979,7 +1033,7 @@ std::vector<MempoolId> CachingAllocator::pools() const {
 
 void CachingAllocator::reconfigure(const AllocatorConfig& config) {
   {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
+    std::lock_guard<SpinLock> lock(impl_->mutex);
     config_ = config;
     impl_->stats.max_split_size =
         config_.maxSplitSize == AllocatorConfig::kUnlimited ? -1 : static_cast<int64_t>(config_.maxSplitSize);
@@ -992,29 +1046,29 @@ void CachingAllocator::setMemoryFraction(double fraction) {
     throw RuntimeError(ErrorCode::kInvalidParam, "setMemoryFraction",
                        "Invalid fraction value: " + std::to_string(fraction) + ". Allowed range: 0~1");
   }
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->fraction = fraction;
   impl_->allowedMaximum = static_cast<size_t>(fraction * static_cast<double>(impl_->memory.capacity()));
   impl_->fractionSet = true;
 }
 
 double CachingAllocator::memoryFraction() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   return impl_->fraction;
 }
 
 MemoryStats CachingAllocator::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   return impl_->stats;
 }
 
 void CachingAllocator::resetPeakStats() {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   forEachStat(impl_->stats, resetPeak);
 }
 
 void CachingAllocator::resetAccumulatedStats() {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   MemoryStats& stats = impl_->stats;
   forEachStat(stats, resetAccumulated);
   stats.num_alloc_retries = 0;
@@ -1025,29 +1079,29 @@ void CachingAllocator::resetAccumulatedStats() {
 }
 
 std::vector<SegmentInfo> CachingAllocator::snapshot() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   return impl_->snapshot();
 }
 
 void CachingAllocator::recordHistory(bool enabled, StackRecorder recorder, size_t maxEntries, RecordContext when) {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   impl_->history.configure(enabled, std::move(recorder), maxEntries, when);
 }
 
 bool CachingAllocator::isHistoryEnabled() const noexcept { return impl_->history.recording(); }
 
 std::vector<TraceEntry> CachingAllocator::trace() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   return impl_->history.entries();
 }
 
 size_t CachingAllocator::reservedBytes() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   return static_cast<size_t>(impl_->stats.reserved_bytes[kAggregate].current);
 }
 
 size_t CachingAllocator::allocatedBytes() const {
-  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
   return static_cast<size_t>(impl_->stats.allocated_bytes[kAggregate].current);
 }
 

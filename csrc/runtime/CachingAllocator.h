@@ -44,8 +44,8 @@
 //   OOM handling runs; failing that, OutOfMemoryError names the chip's
 //   capacity and the host's limits.
 //
-// All public members are thread-safe (one mutex per allocator). The
-// StreamUseTracker is called with that mutex held and must not call back
+// All public members are thread-safe (one lock per allocator, a runtime::SpinLock). The
+// StreamUseTracker is called with that lock held and must not call back
 // into the allocator. The DeviceMemory and the StreamUseTracker must outlive
 // the allocator; its destructor gives every segment back to the DeviceMemory.
 #pragma once
@@ -77,7 +77,7 @@ constexpr MempoolId kDefaultMempool{0, 0};
 MempoolId newMempoolId(bool userCreated);
 
 // Decides, on the allocating thread, whether a request on `stream` goes to
-// the pool it was registered for. Called with the allocator's mutex held: it
+// the pool it was registered for. Called with the allocator's lock held: it
 // must not call back into the allocator.
 using PoolFilter = std::function<bool(StreamId)>;
 
@@ -175,6 +175,11 @@ class CachingAllocator {
   // those of the default pools and of released private pools, otherwise only
   // those of pool `pool` (a released pool with no segment left is dropped).
   void emptyCache(MempoolId pool = kDefaultMempool);
+  // torch_npu's empty_virt_addr_cache (expandable segments): gives the cached
+  // unsplit segments of the default pools and released private pools back as
+  // emptyCache does (reserved memory drops), but keeps their physical memory
+  // taken on the device until a new segment maps it again or emptyCache.
+  void emptyVirtualAddressCache();
 
   // --- private pools (see the header comment) ---
   // Creates pool `id` with a use count of 1, or adds 1 to its use count

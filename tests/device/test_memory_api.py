@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import npusim  # noqa: F401
+from npusim_testing.fresh_process import run_python
 
 DEVICE = 6  # a device the other tests leave alone
 MiB = 1024 * 1024
@@ -155,3 +156,30 @@ def test_statistics_of_a_device_that_does_not_exist_name_the_argument(clean_devi
                  torch.npu.memory_stats, torch.npu.reset_peak_memory_stats):
         with pytest.raises(RuntimeError, match=f"Invalid device argument {bad}: did you call init\\?"):
             read(device=f"npu:{bad}")
+
+
+def test_empty_virt_addr_cache_drops_reserved_memory_but_keeps_the_physical_pages_until_empty_cache():
+    result = run_python(
+        """
+        import torch, npusim
+        x = torch.empty(64 * 1024 * 1024, dtype=torch.uint8, device="npu")
+        free_with_x = torch.npu.mem_get_info()[0]
+        del x
+        reserved = torch.npu.memory_reserved()
+        torch.npu.empty_virt_addr_cache()
+        print(reserved > 0, torch.npu.memory_reserved(), torch.npu.max_memory_reserved() == reserved)
+        print(torch.npu.mem_get_info()[0] == free_with_x)  # the physical memory is still taken
+        torch.npu.empty_cache()
+        print(torch.npu.mem_get_info()[0] > free_with_x)
+        """,
+        {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True"},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "0", "True", "True", "True"], result.stdout
+
+
+def test_empty_virt_addr_cache_needs_expandable_segments():
+    torch.ones(1, device="npu")
+    with pytest.raises(RuntimeError, match="Unsupported config for empty_virt_addr_cache, please enable expandable_segments."):
+        torch.npu.empty_virt_addr_cache()

@@ -32,7 +32,8 @@ def _rows(path):
 @pytest.fixture(scope="module")
 def output(tmp_path_factory):
     out = tmp_path_factory.mktemp("prof")
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)).npu()
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Dropout(0.1),
+                                torch.nn.Linear(32, 4)).npu()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     ids = torch.randint(0, 100, (64,), device="npu")
     config = torch_npu.profiler._ExperimentalConfig(profiler_level=torch_npu.profiler.ProfilerLevel.Level1,
@@ -114,6 +115,23 @@ def test_steps_and_statistics(output):
     assert memory and all(r["Device Type"] == "NPU:0" for r in memory)
     with open(os.path.join(base, "communication.json")) as f:
         assert isinstance(json.load(f), dict)
+
+
+def test_dropout_kernels_are_torch_npus(output):
+    # torch_npu's native_dropout: DSAGenBitMask on the secondary stream, one DropOutDoMask on the
+    # current stream; its backward one DropOutDoMask. Named by CANN's op types, under aten::native_dropout.
+    base = os.path.join(output, "ASCEND_PROFILER_OUTPUT")
+    _, rows = _rows(os.path.join(base, "kernel_details.csv"))
+    names = [r["Name"] for r in rows]
+    assert names.count("DSAGenBitMask") == 2 and names.count("DropOutDoMask") == 4  # two active steps
+    assert "bernoulli_" not in names and "native_dropout" not in names
+    assert {r["Stream ID"] for r in rows if r["Name"] == "DSAGenBitMask"} == {"32"}
+    assert {r["Stream ID"] for r in rows if r["Name"] == "DropOutDoMask"} == {"0"}
+    _, stats = _rows(os.path.join(base, "op_statistic.csv"))
+    counts = {r["OP Type"]: int(r["Count"]) for r in stats}
+    assert counts["DSAGenBitMask"] == 2 and counts["DropOutDoMask"] == 4
+    _, operators = _rows(os.path.join(base, "operator_details.csv"))
+    assert any(r["Name"] == "aten::native_dropout" and float(r["Device Self Duration(us)"]) > 0 for r in operators)
 
 
 def test_trace_view_valid_with_markers(output):

@@ -156,10 +156,11 @@ void OperatorCall::checkStridedResults(const KernelResults& results) const {
   }
 }
 
-c10::SmallVector<perf::TensorDesc, 8> OperatorCall::describeInputs() const {
+c10::SmallVector<perf::TensorDesc, 8> OperatorCall::describeInputs() {
   c10::SmallVector<perf::TensorDesc, 8> descs;
   // The npu inputs' L2 residency, asked for all at once (one lock).
-  c10::SmallVector<L2Buffer, 8> onDevice;
+  c10::SmallVector<L2Buffer, 8>& onDevice = inputBuffers_;
+  onDevice.clear();
   for (const c10::TensorImpl* t : inputs_) {
     descs.push_back(describeTensor(*t));
     if (isNpu(*t)) onDevice.push_back(l2BufferOf(*t));
@@ -207,6 +208,7 @@ void OperatorCall::propagateWrites() {
 }
 
 void OperatorCall::takeOverStorage(TensorAlias& entry, c10::StorageImpl* aliasStorage, c10::StorageImpl* npuStorage) {
+  argumentStorageReplaced_ = true;  // the inputs' L2 buffers must be looked up again
   c10::TensorImpl* npu = entry.npu().unsafeGetTensorImpl();
   auto replaceStorage = [&](c10::Storage replacement) {
     // Results that view the old storage still map onto it.
@@ -283,8 +285,12 @@ at::Tensor OperatorCall::toNpu(at::Tensor cpu) {
 // traffic, touched in this order, under one lock).
 void OperatorCall::touchOperands(const KernelResults& results, double traffic) const {
   c10::SmallVector<L2Buffer, 8> touched;
-  for (const c10::TensorImpl* t : inputs_) {
-    if (isNpu(*t)) touched.push_back(l2BufferOf(*t));
+  if (!argumentStorageReplaced_) {
+    touched.append(inputBuffers_.begin(), inputBuffers_.end());
+  } else {
+    for (const c10::TensorImpl* t : inputs_) {
+      if (isNpu(*t)) touched.push_back(l2BufferOf(*t));
+    }
   }
   for (const auto& entry : tensors_) {
     if (entry.written) touched.push_back(l2BufferOf(*entry.npu().unsafeGetTensorImpl()));

@@ -23,6 +23,7 @@
 #include <c10/util/SmallVector.h>
 
 #include "backend/device/TensorAliasing.h"
+#include "backend/timing/L2Residency.h"
 #include "backend/timing/OperatorPlacement.h"
 #include "backend/timing/OperatorRecords.h"
 #include "perf/TensorDesc.h"
@@ -114,7 +115,7 @@ class OperatorCall {
   void checkRecoveryState() const;
 
   void checkStridedResults(const KernelResults& results) const;
-  c10::SmallVector<perf::TensorDesc, 8> describeInputs() const;
+  c10::SmallVector<perf::TensorDesc, 8> describeInputs();
   c10::SmallVector<perf::TensorDesc, 8> describeOutputs(const KernelResults& results) const;
   void propagateWrites();
   void takeOverStorage(TensorAlias& entry, c10::StorageImpl* aliasStorage, c10::StorageImpl* npuStorage);
@@ -141,6 +142,11 @@ class OperatorCall {
   c10::SmallVector<StorageAlias, 4> storages_;
   c10::SmallVector<TensorAlias, 4> tensors_;
   c10::SmallVector<AdoptedStorage, 2> adopted_;
+  // The npu inputs' L2 buffers as describeInputs() asked for their residency:
+  // touchOperands() touches the same ones unless a written argument's storage
+  // was replaced in between (takeOverStorage), so each is looked up once.
+  c10::SmallVector<L2Buffer, 8> inputBuffers_;
+  bool argumentStorageReplaced_ = false;
 };
 
 }  // namespace npusim::backend

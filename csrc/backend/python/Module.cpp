@@ -358,6 +358,17 @@ PYBIND11_MODULE(_C, m) {
           }
           runtime.publishStatus(true);
         }));
+  m.def("_empty_virt_addr_cache", torch::wrap_pybind_function([]() {
+          auto& runtime = rt();
+          for (int d = 0; d < runtime.deviceCount(); ++d) {
+            if (!runtime.isDeviceInitialized(d)) continue;
+            auto& allocator = runtime.allocator(d);
+            TORCH_CHECK(allocator.config().expandableSegments,
+                        "Unsupported config for empty_virt_addr_cache, please enable expandable_segments.");
+            NPUSIM_TRANSLATE_ERRORS(allocator.emptyVirtualAddressCache());
+          }
+          runtime.publishStatus(true);
+        }));
   m.def("_set_memory_fraction", torch::wrap_pybind_function([](double fraction, int device) {
           NPUSIM_TRANSLATE_ERRORS(rt().allocator(device).setMemoryFraction(fraction));
         }));
@@ -371,7 +382,11 @@ PYBIND11_MODULE(_C, m) {
           size_t reserved = 0;
           NPUSIM_TRANSLATE_ERRORS(reserved = runtime.allocator(device).reservedBytes());
           const uint64_t total = runtime.deviceCapacity();
-          return py::make_tuple(total > reserved ? total - reserved : 0, total);
+          // Device memory the allocator does not reserve can still be taken: by AscendCL
+          // allocations, or physical pages empty_virt_addr_cache kept.
+          uint64_t free = total > reserved ? total - reserved : 0;
+          NPUSIM_TRANSLATE_ERRORS(free = std::min<uint64_t>(free, runtime.memory(device).freeBytes()));
+          return py::make_tuple(free, total);
         }));
   m.def("_caching_allocator_alloc", torch::wrap_pybind_function([](size_t size, int device, int64_t stream) {
           void* ptr = nullptr;

@@ -29,7 +29,7 @@ struct DeviceActivity {
   uint8_t placement = 0;     // runtime::Placement
   uint8_t unit = 0;          // perf::Unit
   uint64_t bytes = 0;
-  std::string what;          // for kSynchronize: the cause
+  std::string what;          // kSynchronize: the cause; kKernel: the kernel's own name when it is not the operator's
   std::string source;        // the user's source line (syncs, AI CPU and fallback kernels)
 };
 

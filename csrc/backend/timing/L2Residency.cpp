@@ -1,12 +1,12 @@
 #include "backend/timing/L2Residency.h"
 
 #include <array>
-#include <atomic>
+#include <cstdint>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "runtime/Runtime.h"
+#include "runtime/SpinLock.h"
 
 namespace npusim::backend {
 namespace {
@@ -21,28 +21,37 @@ struct Entry {
 // training step; the oldest entry is replaced first.
 constexpr size_t kEntries = 64;
 
+// Where a base was last found among the entries, by a hash of the base: a
+// lookup checks that entry first and scans all of them only when the hint is
+// stale. Bases are unique among the entries (a touch updates its entry or
+// adds one), so the hinted entry is the one the scan would find; a call's
+// few operands are found in one compare each instead of a scan of 64.
+constexpr size_t kHints = 128;
+
 struct DeviceL2 {
   std::array<Entry, kEntries> entries{};
+  std::array<uint8_t, kHints> hints{};
   size_t next = 0;
   double traffic = 0;
 };
 
-// Guards the residency tables. Every critical section is a scan of a few dozen
-// entries, so a waiter spins briefly (yielding) instead of sleeping; taking and
-// releasing it uncontended is one atomic exchange and one store, where a
-// pthread mutex costs a library call each way on every operator.
-class SpinLock {
- public:
-  void lock() noexcept {
-    while (locked_.exchange(true, std::memory_order_acquire)) {
-      while (locked_.load(std::memory_order_relaxed)) std::this_thread::yield();
+size_t hintOf(const void* base) noexcept {
+  const auto address = reinterpret_cast<uintptr_t>(base);
+  return ((address >> 9) ^ (address >> 16)) % kHints;  // device blocks are multiples of 512 bytes
+}
+
+// The entry of `base` (not null), or nullptr.
+Entry* lookup(DeviceL2& l2, const void* base) noexcept {
+  uint8_t& hint = l2.hints[hintOf(base)];
+  if (l2.entries[hint].base == base) return &l2.entries[hint];
+  for (size_t i = 0; i < kEntries; ++i) {
+    if (l2.entries[i].base == base) {
+      hint = static_cast<uint8_t>(i);
+      return &l2.entries[i];
     }
   }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
+  return nullptr;
+}
 
 class Residency {
  public:
@@ -52,7 +61,7 @@ class Residency {
   }
 
   void query(int device, c10::ArrayRef<L2Buffer> buffers, bool* resident) {
-    std::lock_guard<SpinLock> lock(lock_);
+    std::lock_guard<runtime::SpinLock> lock(lock_);
     for (size_t i = 0; i < buffers.size(); ++i) {
       const L2Buffer& buffer = buffers[i];
       resident[i] = buffer.base != nullptr && buffer.bytes > 0 && residentLocked(device, buffer.base, buffer.bytes);
@@ -60,7 +69,7 @@ class Residency {
   }
 
   void touch(int device, c10::ArrayRef<L2Buffer> buffers, double traffic) {
-    std::lock_guard<SpinLock> lock(lock_);
+    std::lock_guard<runtime::SpinLock> lock(lock_);
     if (traffic > 0) get(device).traffic += traffic;
     for (const L2Buffer& buffer : buffers) {
       if (buffer.base == nullptr) continue;
@@ -71,7 +80,7 @@ class Residency {
 
   void traffic(int device, double bytes) {
     if (bytes <= 0) return;
-    std::lock_guard<SpinLock> lock(lock_);
+    std::lock_guard<runtime::SpinLock> lock(lock_);
     get(device).traffic += bytes;
   }
 
@@ -79,10 +88,8 @@ class Residency {
   bool residentLocked(int device, const void* base, double bytes) {
     DeviceL2* l2 = find(device);
     if (l2 == nullptr) return false;
-    for (const Entry& entry : l2->entries) {
-      if (entry.base == base) return l2->traffic - entry.stamp + entry.bytes <= capacity_;  // stamp includes itself
-    }
-    return false;
+    const Entry* entry = lookup(*l2, base);
+    return entry != nullptr && l2->traffic - entry->stamp + entry->bytes <= capacity_;  // stamp includes itself
   }
 
   void touchLocked(int device, const void* base, double bytes) {
@@ -91,14 +98,13 @@ class Residency {
     // is that much closer to eviction (so two buffers touched together are
     // resident together only if both fit).
     l2.traffic += bytes;
-    for (Entry& entry : l2.entries) {
-      if (entry.base == base) {
-        entry.bytes = bytes;
-        entry.stamp = l2.traffic;
-        return;
-      }
+    if (Entry* entry = lookup(l2, base)) {
+      entry->bytes = bytes;
+      entry->stamp = l2.traffic;
+      return;
     }
     l2.entries[l2.next] = Entry{base, bytes, l2.traffic};
+    l2.hints[hintOf(base)] = static_cast<uint8_t>(l2.next);
     l2.next = (l2.next + 1) % kEntries;
   }
 
@@ -113,7 +119,7 @@ class Residency {
     return devices_[index];
   }
 
-  SpinLock lock_;
+  runtime::SpinLock lock_;  // every critical section is a few lookups
   std::vector<DeviceL2> devices_;
   const double capacity_;
 };

@@ -51,6 +51,9 @@ void account(const perf::Cost& cost, runtime::SimTimeNs dispatch) {
 }
 
 // Tells a listening profiler about a task that ends at `end` on `stream`.
+// The kernel name of the innermost ScopedKernelName of this thread, if any.
+thread_local const char* kernelNameOverride = nullptr;
+
 void report(DeviceActivityKind kind, int device, runtime::StreamId stream, runtime::SimTimeNs end,
             const perf::Cost& cost, runtime::SimTimeNs dispatch, runtime::Placement placement) {
   const DeviceActivitySink sink = deviceActivitySink();
@@ -68,10 +71,16 @@ void report(DeviceActivityKind kind, int device, runtime::StreamId stream, runti
   activity.bytes = static_cast<uint64_t>(cost.bytes);
   // The user's line behind an AI CPU operator or a fallback, for the report.
   if (placement != runtime::Placement::kAiCore) activity.source = currentSourceLocation();
+  if (kind == DeviceActivityKind::kKernel && kernelNameOverride != nullptr) activity.what = kernelNameOverride;
   sink(activity);
 }
 
 }  // namespace
+
+ScopedKernelName::ScopedKernelName(const char* name) noexcept : previous_(kernelNameOverride) {
+  kernelNameOverride = name;
+}
+ScopedKernelName::~ScopedKernelName() { kernelNameOverride = previous_; }
 
 perf::DType perfDtype(c10::ScalarType type) noexcept {
   switch (type) {

@@ -48,6 +48,21 @@ const perf::ChipRates& chipRates();
 runtime::SimTimeNs chargeModelledKernel(int device, perf::OperatorKind kind, runtime::SimTimeNs deviceNs,
                                         perf::Unit unit, double cubeFlops, double bytes);
 
+// Names the kernels charged on this thread while it lives, for the profiler,
+// where the real stack's kernel is not named after the aten operator that
+// launches it: torch_npu's native_dropout launches DSAGenBitMask and
+// DropOutDoMask. Nestable; `name` must outlive the scope (a literal).
+class ScopedKernelName {
+ public:
+  explicit ScopedKernelName(const char* name) noexcept;
+  ~ScopedKernelName();
+  ScopedKernelName(const ScopedKernelName&) = delete;
+  ScopedKernelName& operator=(const ScopedKernelName&) = delete;
+
+ private:
+  const char* previous_;
+};
+
 enum class CopyDirection { kHostToDevice, kDeviceToHost, kDeviceToDevice };
 // A copy of `bytes` between host and device (or within the device).
 void chargeCopy(int device, uint64_t bytes, CopyDirection direction, bool pinnedHost, bool nonBlocking);

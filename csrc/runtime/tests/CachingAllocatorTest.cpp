@@ -659,3 +659,20 @@ TEST(CachingAllocatorTest, UnsafeMarksCoverLiveAllocationsUntilReallocatedOrMark
   f.allocator.free(again);
   f.allocator.free(b);
 }
+
+// torch_npu's empty_virt_addr_cache: reserved memory drops, the physical memory
+// stays taken until a new segment maps it again or emptyCache.
+TEST(CachingAllocatorTest, EmptyVirtualAddressCacheKeepsPhysicalMemoryUntilRemappedOrEmptied) {
+  Fixture f;
+  const size_t freeBefore = f.memory.freeBytes();
+  f.allocator.free(f.allocator.allocate(40 * kMiB, 0));
+  f.allocator.emptyVirtualAddressCache();
+  EXPECT_EQ(f.allocator.reservedBytes(), 0u);
+  EXPECT_EQ(f.memory.freeBytes(), freeBefore - 42 * kMiB);
+  void* again = f.allocator.allocate(40 * kMiB, 0);  // maps the kept memory again
+  EXPECT_EQ(f.memory.freeBytes(), freeBefore - 42 * kMiB);
+  f.allocator.free(again);
+  f.allocator.emptyVirtualAddressCache();
+  f.allocator.emptyCache();
+  EXPECT_EQ(f.memory.freeBytes(), freeBefore);
+}

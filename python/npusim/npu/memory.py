@@ -34,6 +34,7 @@ __all__ = [
     "caching_allocator_alloc",
     "caching_allocator_delete",
     "empty_cache",
+    "empty_virt_addr_cache",
     "memory_stats",
     "memory_stats_as_nested_dict",
     "reset_accumulated_memory_stats",
@@ -115,6 +116,14 @@ def empty_cache() -> None:
     """
     if _runtime_up():
         _C._empty_cache()
+
+
+def empty_virt_addr_cache() -> None:
+    r"""With ``expandable_segments:True``: release the virtual address ranges of the cached, unused
+    segments (reserved memory drops as with :func:`empty_cache`) while their physical memory stays
+    taken on the device, to be mapped again by the next segment, until :func:`empty_cache`."""
+    if _runtime_up():
+        _C._empty_virt_addr_cache()
 
 
 def _runtime_up() -> bool:

@@ -116,7 +116,8 @@ def write_ascend_output(trace_path: str, root: str, rank: int = 0) -> str:
     trace = Trace.load(target)
     states = op_states(trace)
 
-    # kernel_details.csv: the device kernels (copies and host fallbacks are not kernels).
+    # kernel_details.csv: the device kernels (copies and host fallbacks are not kernels); Type is the
+    # kernel's name, as in op_statistic.csv below.
     rows, last_end, task_id = [], {}, 0
     for task in trace.tasks:
         if task.kind != "kernel" or task.core not in _DEVICE_CORES:
@@ -126,7 +127,7 @@ def write_ascend_output(trace_path: str, root: str, rank: int = 0) -> str:
         last_end[task.stream] = task.ts + task.dur
         step = trace.step_of(op.ts) if op else None
         rows.append([step if step is not None else "", task.device, "N/A", task_id, task.stream, task.name,
-                     op.name.split("::")[-1] if op else task.name, states.get(op.name, "static") if op else "static",
+                     task.name, states.get(op.name, "static") if op else "static",
                      task.core, f"{task.ts:.3f}", f"{task.dur:.3f}", f"{wait:.3f}", "N/A", "N/A",
                      "YES" if task.unit == "Cube" and "DT_FLOAT" in _dtypes(op).split(";") else "NO",
                      _shapes(op), _dtypes(op), _formats(op), "N/A", "N/A", "N/A"])
@@ -149,11 +150,13 @@ def write_ascend_output(trace_path: str, root: str, rank: int = 0) -> str:
                      f"{device_total(op, True):.3f}"])
     _write(os.path.join(out, "operator_details.csv"), OPERATOR_DETAILS, rows)
 
-    # op_statistic.csv: per operator type and core.
+    # op_statistic.csv: per operator type and core. The type is the kernel's name: the aten operator's,
+    # or the CANN op type where the real stack launches kernels named otherwise (DSAGenBitMask,
+    # DropOutDoMask inside aten::native_dropout).
     groups: dict = {}
     for task in trace.tasks:
         if task.kind == "kernel":
-            key = (task.device, task.op.name.split("::")[-1] if task.op else task.name, task.core)
+            key = (task.device, task.name, task.core)
             groups.setdefault(key, []).append(task.dur)
     total = sum(sum(v) for v in groups.values()) or 1.0
     rows = [[d, t, c, len(v), f"{sum(v):.3f}", f"{min(v):.3f}", f"{sum(v) / len(v):.3f}", f"{max(v):.3f}",

@@ -83,6 +83,10 @@ def _npu_emptyCache() -> None:
     _memory.empty_cache()
 
 
+def _npu_emptyVirtAddrCache() -> None:
+    _memory.empty_virt_addr_cache()
+
+
 def _npu_memoryStats(device: int):
     return _memory.memory_stats_as_nested_dict(device)
 
