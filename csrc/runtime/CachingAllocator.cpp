@@ -43,6 +43,7 @@ struct Block {
   int gcCount = 0;        // allocations since this cached block was last reused
   bool safe = true;       // false once marked unsafe (torch_npu's recovery), until reallocated or overwritten
   std::vector<StreamId> streamUses;
+  std::shared_ptr<StackContext> stack;  // allocation stack while allocated (history on)
 
   bool isSplit() const { return prev != nullptr || next != nullptr; }
 };
@@ -87,6 +88,7 @@ struct Segment {
   BlockPool* pool = nullptr;
   StreamId stream = 0;
   Block* head = nullptr;
+  std::shared_ptr<StackContext> stack;  // where it was carved (history on)
 };
 
 void updateStat(Stat& stat, int64_t amount) {
@@ -163,6 +165,10 @@ struct CachingAllocator::Impl {
   }
 
   struct Request {
+    // History on: the request's allocation stack (itself null when no stack is
+    // kept); nullptr when history is off, so that an unrecorded request holds
+    // nothing to construct or destroy.
+    const std::shared_ptr<StackContext>* recorded = nullptr;
     StreamId stream = 0;
     size_t size = 0;       // rounded block size
     size_t segmentSize = 0;
@@ -196,6 +202,31 @@ struct CachingAllocator::Impl {
   std::map<MempoolId, std::unique_ptr<PrivatePool>> privatePools;
   std::vector<std::pair<MempoolId, PoolFilter>> poolRoutes;  // begun, not yet ended
   size_t releasedPools = 0;  // use count 0, still in privatePools
+  mutable AllocationHistory history;  // snapshot() records into it too
+
+  static MempoolId poolIdOf(const BlockPool& pool) {
+    return pool.owner != nullptr ? pool.owner->id : kDefaultMempool;
+  }
+
+  // For events that happen later than the call that caused them (a stream's
+  // work completing): recorded without a stack of their own.
+  const std::shared_ptr<StackContext>* recordedOrNull() const {
+    static const std::shared_ptr<StackContext> kNoStack;
+    return history.recording() ? &kNoStack : nullptr;
+  }
+
+  void recordTrace(TraceAction action, uintptr_t addr, size_t size, StreamId stream, MempoolId pool,
+                   std::shared_ptr<StackContext> stack) const {
+    TraceEntry entry;
+    entry.action = action;
+    entry.device = device;
+    entry.addr = addr;
+    entry.size = size;
+    entry.stream = stream;
+    entry.pool = pool;
+    entry.stack = std::move(stack);
+    history.record(std::move(entry));
+  }
 
   // --- private pools ---
   PrivatePool* findPool(MempoolId id) const {
@@ -309,6 +340,7 @@ struct CachingAllocator::Impl {
   }
 
   void recycle(Block* block) {
+    if (block->stack) block->stack.reset();
     if (spareBlocks.size() < 4096) {
       spareBlocks.push_back(block);
     } else {
@@ -339,9 +371,10 @@ struct CachingAllocator::Impl {
   }
 
   // --- the allocation path ---
-  void* allocate(size_t bytes, StreamId stream) {
+  void* allocate(size_t bytes, StreamId stream, const std::shared_ptr<StackContext>* recorded) {
     processStreamUses();
     Request request;
+    request.recorded = recorded;
     request.stream = stream;
     request.size = roundSize(bytes, config);
     request.pool = poolRoutes.empty() ? (request.size <= kSmallSize ? &small : &large) : poolFor(request.size, stream);
@@ -432,6 +465,11 @@ struct CachingAllocator::Impl {
     Block* block = newBlock(request.stream, size, request.pool, segment, segment->base);
     segment->head = block;
     segments.emplace(reinterpret_cast<uintptr_t>(ptr), segment);
+    if (request.recorded != nullptr) {
+      segment->stack = *request.recorded;
+      recordTrace(TraceAction::kSegmentAlloc, reinterpret_cast<uintptr_t>(ptr), size, request.stream,
+                  poolIdOf(*request.pool), *request.recorded);
+    }
 
     forPool(*request.pool, [&](size_t type) {
       updateStat(stats.segment[type], 1);
@@ -479,6 +517,11 @@ struct CachingAllocator::Impl {
     block->allocated = true;
     block->safe = true;  // fresh data: whatever the block held before is gone
     block->requestedSize = requestedBytes;
+    if (request.recorded != nullptr) {
+      block->stack = *request.recorded;
+      recordTrace(TraceAction::kAlloc, reinterpret_cast<uintptr_t>(block->ptr), requestedBytes, block->stream,
+                  poolIdOf(pool), *request.recorded);
+    }
     allocated.insert(block->ptr, block);
     forPool(pool, [&](size_t type) {
       updateStat(stats.allocation[type], 1);
@@ -494,6 +537,11 @@ struct CachingAllocator::Impl {
   [[noreturn]] void throwOutOfMemory(const Request& request) {
     const size_t segmentSize = request.segmentSize;
     stats.num_ooms += 1;
+    // torch's "oom" entry: addr holds the bytes the device still has free.
+    if (request.recorded != nullptr) {
+      recordTrace(TraceAction::kOom, memory.freeBytes(), request.size, request.stream, poolIdOf(*request.pool),
+                  *request.recorded);
+    }
     std::string allowed;
     if (fractionSet) allowed = formatMemorySize(allowedMaximum) + " allowed; ";
     std::string message = "NPU out of memory. Tried to allocate " + formatMemorySize(segmentSize) + " (NPU " +
@@ -532,10 +580,15 @@ struct CachingAllocator::Impl {
     }
   }
 
-  void free(void* ptr) {
+  // `recorded`: as Request::recorded, the free's own stack.
+  void free(void* ptr, const std::shared_ptr<StackContext>* recorded) {
     Block* block = allocated.erase(ptr);
     if (block == nullptr) throwInvalidPointer(ptr, "NPUCachingAllocator free");
     block->allocated = false;
+    if (recorded != nullptr) {
+      recordTrace(TraceAction::kFreeRequested, reinterpret_cast<uintptr_t>(block->ptr), block->requestedSize,
+                  block->stream, poolIdOf(*block->pool), *recorded ? *recorded : block->stack);
+    }
     forPool(*block->pool, [&](size_t type) {
       updateStat(stats.allocation[type], -1);
       updateStat(stats.allocated_bytes[type], -static_cast<int64_t>(block->size));
@@ -550,12 +603,18 @@ struct CachingAllocator::Impl {
       }
       block->streamUses.clear();
     } else {
-      cacheBlock(block);
+      cacheBlock(block, recorded);
     }
   }
 
   // Puts a block that is no longer in use back into its pool.
-  void cacheBlock(Block* block) {
+  // `recorded`: nullptr with history off, else the stack of the free (may be null).
+  void cacheBlock(Block* block, const std::shared_ptr<StackContext>* recorded) {
+    if (recorded != nullptr) {
+      recordTrace(TraceAction::kFreeCompleted, reinterpret_cast<uintptr_t>(block->ptr), block->requestedSize,
+                  block->stream, poolIdOf(*block->pool), *recorded ? *recorded : block->stack);
+    }
+    if (block->stack) block->stack.reset();
     const size_t originalSize = block->size;
     const size_t requestedSize = block->requestedSize;
     BlockPool& pool = *block->pool;
@@ -614,7 +673,7 @@ struct CachingAllocator::Impl {
         Block* block = queue.front().second;
         queue.pop_front();
         pendingUseCount -= 1;
-        if (--block->eventCount == 0) cacheBlock(block);
+        if (--block->eventCount == 0) cacheBlock(block, recordedOrNull());
       }
     }
   }
@@ -624,7 +683,7 @@ struct CachingAllocator::Impl {
     stats.num_sync_all_streams += 1;
     for (auto& [stream, queue] : pendingUses) {
       for (auto& [marker, block] : queue) {
-        if (--block->eventCount == 0) cacheBlock(block);
+        if (--block->eventCount == 0) cacheBlock(block, recordedOrNull());
       }
       queue.clear();
     }
@@ -638,6 +697,10 @@ struct CachingAllocator::Impl {
     Segment* segment = block->segment;
     BlockPool& pool = *block->pool;
     uncache(pool, block);
+    if (history.recording()) {  // off the cached path: a device free follows
+      recordTrace(TraceAction::kSegmentFree, reinterpret_cast<uintptr_t>(segment->base), segment->size,
+                  segment->stream, poolIdOf(pool), segment->stack);
+    }
     if (keepPhysicalOnRelease) {
       retainedPhysical.emplace_back(segment->base, segment->size);
     } else {
@@ -778,12 +841,14 @@ struct CachingAllocator::Impl {
       info.is_large = !segment->pool->isSmall;
       info.is_expandable = false;
       if (segment->pool->owner != nullptr) info.pool = segment->pool->owner->id;
+      info.stack = segment->stack;
       for (const Block* block = segment->head; block != nullptr; block = block->next) {
         BlockInfo blockInfo;
         blockInfo.size = block->size;
         blockInfo.requested_size = block->requestedSize;
         blockInfo.allocated = block->allocated;
         blockInfo.active = block->allocated || block->eventCount > 0;
+        if (block->allocated) blockInfo.stack = block->stack;
         info.total_size += blockInfo.size;
         if (blockInfo.allocated) info.allocated_size += blockInfo.size;
         if (blockInfo.active) {
@@ -793,6 +858,11 @@ struct CachingAllocator::Impl {
         info.blocks.push_back(blockInfo);
       }
       result.push_back(std::move(info));
+    }
+    if (history.recording()) {
+      size_t totalActive = 0;
+      for (const SegmentInfo& info : result) totalActive += info.active_size;
+      recordTrace(TraceAction::kSnapshot, 0, totalActive, 0, kDefaultMempool, nullptr);
     }
     return result;
   }
@@ -826,16 +896,36 @@ void* CachingAllocator::allocate(size_t bytes, StreamId stream) {
   if (bytes >= kOneExabyte) {
     throw OutOfMemoryError(device_, "NPU out of memory. Tried to allocate more than 1EB memory.");
   }
+  // History off: this one relaxed load is all it costs.
+  if (impl_->history.recording()) return allocateRecorded(bytes, stream);
   std::lock_guard<SpinLock> lock(impl_->mutex);
-  void* ptr = impl_->allocate(bytes, stream);
+  void* ptr = impl_->allocate(bytes, stream, nullptr);
+  impl_->dropReleasedPools();
+  return ptr;
+}
+
+// The stack is captured before the lock: capturing a Python stack takes the
+// GIL, and a thread holding the GIL may be waiting for this allocator.
+void* CachingAllocator::allocateRecorded(size_t bytes, StreamId stream) {
+  const std::shared_ptr<StackContext> stack = impl_->history.captureStack(RecordContext::kState);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
+  void* ptr = impl_->allocate(bytes, stream, &stack);
   impl_->dropReleasedPools();
   return ptr;
 }
 
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
+  if (impl_->history.recording()) return freeRecorded(ptr);
   std::lock_guard<SpinLock> lock(impl_->mutex);
-  impl_->free(ptr);
+  impl_->free(ptr, nullptr);
+  impl_->dropReleasedPools();
+}
+
+void CachingAllocator::freeRecorded(void* ptr) {
+  const std::shared_ptr<StackContext> stack = impl_->history.captureStack(RecordContext::kAll);
+  std::lock_guard<SpinLock> lock(impl_->mutex);
+  impl_->free(ptr, &stack);
   impl_->dropReleasedPools();
 }
 
@@ -991,6 +1081,18 @@ void CachingAllocator::resetAccumulatedStats() {
 std::vector<SegmentInfo> CachingAllocator::snapshot() const {
   std::lock_guard<SpinLock> lock(impl_->mutex);
   return impl_->snapshot();
+}
+
+void CachingAllocator::recordHistory(bool enabled, StackRecorder recorder, size_t maxEntries, RecordContext when) {
+  std::lock_guard<SpinLock> lock(impl_->mutex);
+  impl_->history.configure(enabled, std::move(recorder), maxEntries, when);
+}
+
+bool CachingAllocator::isHistoryEnabled() const noexcept { return impl_->history.recording(); }
+
+std::vector<TraceEntry> CachingAllocator::trace() const {
+  std::lock_guard<SpinLock> lock(impl_->mutex);
+  return impl_->history.entries();
 }
 
 size_t CachingAllocator::reservedBytes() const {

@@ -59,6 +59,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/AllocationHistory.h"
 #include "runtime/AllocatorConfig.h"
 #include "runtime/DeviceMemory.h"
 #include "runtime/MemorySize.h"
@@ -116,6 +117,7 @@ struct MemoryStats {
 struct BlockInfo {
   size_t size = 0, requested_size = 0;
   bool allocated = false, active = false;
+  std::shared_ptr<StackContext> stack;  // where it was allocated, when history recorded it
 };
 
 struct SegmentInfo {
@@ -125,6 +127,7 @@ struct SegmentInfo {
   StreamId stream = 0;
   bool is_large = false, is_expandable = false;
   MempoolId pool = kDefaultMempool;  // segment_pool_id of CUDA's snapshot
+  std::shared_ptr<StackContext> stack;  // where the segment was carved, when history recorded it
   std::vector<BlockInfo> blocks;
 };
 
@@ -214,7 +217,17 @@ class CachingAllocator {
   MemoryStats stats() const;
   void resetPeakStats();
   void resetAccumulatedStats();
+  // With history on, taking a snapshot adds a "snapshot" trace entry.
   std::vector<SegmentInfo> snapshot() const;
+
+  // --- allocation history (torch.npu.memory._record_memory_history) ---
+  // Starts (enabled) or stops recording; either way the ring is cleared.
+  // Stacks are captured by `recorder` for the events `when` names; with
+  // history off the allocator captures nothing and records nothing.
+  void recordHistory(bool enabled, StackRecorder recorder, size_t maxEntries, RecordContext when);
+  bool isHistoryEnabled() const noexcept;
+  // The recorded entries, oldest first.
+  std::vector<TraceEntry> trace() const;
   size_t reservedBytes() const;
   size_t allocatedBytes() const;
 
@@ -228,6 +241,10 @@ class CachingAllocator {
   static size_t segmentSizeFor(size_t roundedSize, const AllocatorConfig& config);
 
  private:
+  // allocate / free while history is on: the stack is captured first.
+  void* allocateRecorded(size_t bytes, StreamId stream);
+  void freeRecorded(void* ptr);
+
   struct Impl;
   const int device_;
   AllocatorConfig config_;  // read by Impl under its mutex

@@ -240,6 +240,9 @@ Runtime::Device& Runtime::device(int index) {
       }
       slot = std::make_unique<Device>(index, capacity_, hostClock_, streamsPerPool_, config);
       slot->memory.setOvercommit(overcommit_.load());
+      if (history_.enabled) {
+        slot->allocator.recordHistory(true, history_.recorder, history_.maxEntries, history_.when);
+      }
       deviceTable_[static_cast<size_t>(index)].store(slot.get(), std::memory_order_release);
       NPUSIM_PLOG(LogLevel::kInfo, "RUNTIME",
                   "device " + std::to_string(index) + " (physical " + std::to_string(registry_.physicalId(index)) +
@@ -248,6 +251,19 @@ Runtime::Device& Runtime::device(int index) {
   }
   publishStatus(true);
   return *deviceTable_[static_cast<size_t>(index)].load(std::memory_order_acquire);
+}
+
+void Runtime::recordAllocationHistory(bool enabled, StackRecorder recorder, size_t maxEntries, RecordContext when) {
+  std::lock_guard<std::mutex> lock(initMutex_);
+  history_ = HistorySettings{enabled, enabled ? std::move(recorder) : StackRecorder(), maxEntries, when};
+  for (auto& created : devices_) {
+    if (created) created->allocator.recordHistory(enabled, history_.recorder, maxEntries, when);
+  }
+}
+
+bool Runtime::allocationHistoryEnabled() const {
+  std::lock_guard<std::mutex> lock(initMutex_);
+  return history_.enabled;
 }
 
 bool Runtime::isDeviceInitialized(int index) const noexcept {

@@ -64,6 +64,11 @@ class Runtime {
   // parseArgs does) and applies the result to every device allocator, present
   // and future. Throws ConfigError naming the setting.
   void setAllocatorSettings(const std::string& text);
+  // torch.npu.memory._record_memory_history: starts or stops the allocation
+  // history of every device allocator, present and future (a device
+  // initialized later starts recording with these settings).
+  void recordAllocationHistory(bool enabled, StackRecorder recorder, size_t maxEntries, RecordContext when);
+  bool allocationHistoryEnabled() const;
   uint64_t deviceCapacity() const noexcept { return capacity_; }
   HostClock& hostClock() noexcept { return hostClock_; }
   // TASK_QUEUE_ENABLE (0, 1 default, 2), forced to 0 by ASCEND_LAUNCH_BLOCKING=1.
@@ -130,6 +135,13 @@ class Runtime {
   mutable std::mutex configMutex_;
   std::optional<AllocatorConfig> allocatorConfig_;  // null until first read
   std::atomic<bool> allocatorConfigured_{false};
+  struct HistorySettings {
+    bool enabled = false;
+    StackRecorder recorder;
+    size_t maxEntries = 1;
+    RecordContext when = RecordContext::kNever;
+  };
+  HistorySettings history_;  // guarded by initMutex_
   uint64_t capacity_;
   int streamsPerPool_;
   int taskQueueLevel_;

@@ -85,40 +85,6 @@ py::dict memoryStats(int device) {
   return d;
 }
 
-py::list memorySnapshot() {
-  py::list segments;
-  auto& runtime = rt();
-  for (int device = 0; device < runtime.deviceCount(); ++device) {
-    if (!runtime.isDeviceInitialized(device)) continue;
-    std::vector<runtime::SegmentInfo> snapshot;
-    NPUSIM_TRANSLATE_ERRORS(snapshot = runtime.allocator(device).snapshot());
-    for (const auto& segment : snapshot) {
-      py::dict s;
-      s["device"] = segment.device;
-      s["address"] = segment.address;
-      s["total_size"] = segment.total_size;
-      s["allocated_size"] = segment.allocated_size;
-      s["active_size"] = segment.active_size;
-      s["requested_size"] = segment.requested_size;
-      s["stream"] = segment.stream;
-      s["segment_type"] = segment.is_large ? "large" : "small";
-      s["is_expandable"] = segment.is_expandable;
-      s["segment_pool_id"] = py::make_tuple(segment.pool.first, segment.pool.second);
-      py::list blocks;
-      for (const auto& block : segment.blocks) {
-        py::dict b;
-        b["size"] = block.size;
-        b["requested_size"] = block.requested_size;
-        b["state"] = block.allocated ? "active_allocated" : (block.active ? "active_pending_free" : "inactive");
-        blocks.append(b);
-      }
-      s["blocks"] = blocks;
-      segments.append(s);
-    }
-  }
-  return segments;
-}
-
 py::dict chipInfo() {
   const auto& chip = rt().chip();
   py::dict d;
@@ -247,12 +213,14 @@ namespace npusim::backend {
 void registerRobustnessBindings(py::module& m);  // RobustnessBindings.cpp
 void registerMemPoolBindings(py::module& m);     // MemPoolBindings.cpp
 void registerFastEmptyBinding(py::module& m);    // FastEmptyBinding.cpp
+void registerMemoryHistoryBindings(py::module& m);  // MemoryHistoryBindings.cpp
 }
 
 PYBIND11_MODULE(_C, m) {
   npusim::backend::registerRobustnessBindings(m);
   npusim::backend::registerMemPoolBindings(m);
   npusim::backend::registerFastEmptyBinding(m);
+  npusim::backend::registerMemoryHistoryBindings(m);
   using namespace npusim::backend;
   using npusim::runtime::Runtime;
   m.doc() = "npusim backend: the simulated Ascend NPU behind torch.npu";
@@ -401,7 +369,6 @@ PYBIND11_MODULE(_C, m) {
           }
           runtime.publishStatus(true);
         }));
-  m.def("_memory_snapshot", torch::wrap_pybind_function([]() { return memorySnapshot(); }));
   m.def("_set_memory_fraction", torch::wrap_pybind_function([](double fraction, int device) {
           NPUSIM_TRANSLATE_ERRORS(rt().allocator(device).setMemoryFraction(fraction));
         }));

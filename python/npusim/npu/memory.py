@@ -20,6 +20,15 @@ from npusim.npu.devices import _get_device_index, device as _device_context, dev
 
 # torch_npu's allocator controls, reached as torch.npu.memory.<name> too (as torch.cuda.memory's).
 from npusim.npu.allocator_controls import MemPool, _segments, use_mem_pool  # noqa: F401
+# The allocation history (torch_npu's private API, as torch.cuda.memory's).
+from npusim.npu.memory_history import (  # noqa: F401
+    _dump_snapshot,
+    _record_memory_history,
+    _record_memory_history_impl,
+    _save_memory_usage,
+    _save_segment_usage,
+    _snapshot,
+)
 
 __all__ = [
     "caching_allocator_alloc",

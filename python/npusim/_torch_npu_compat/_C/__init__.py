@@ -257,6 +257,13 @@ def _npu_get_uce_addr() -> list:
     return _recovery._get_uce_addr()
 
 
+# The allocator's snapshot and allocation history (torch.npu.memory._record_memory_history,
+# _snapshot and torch_npu's graph trees call these).
+_npu_record_memory_history = _npusim_C._npu_record_memory_history
+_npu_isHistoryEnabled = _npusim_C._npu_isHistoryEnabled
+_npu_memorySnapshot = _npusim_C._npu_memorySnapshot
+
+
 def __getattr__(name: str) -> Any:
     raise AttributeError(
         f"module 'torch_npu._C' has no attribute '{name}' (npusim does not provide this torch_npu binding)"
