@@ -203,8 +203,12 @@ from npusim.estimate import estimate, is_estimate_only  # noqa: E402
 from npusim.performance import performance_report, reset_performance_report, step  # noqa: E402
 from npusim.placement import placement_report, reset_placement_report  # noqa: E402
 from npusim import _data_parallel  # noqa: E402
-from npusim import _transfer_to_npu  # noqa: E402
 
 _data_parallel.install()
 
-_transfer_to_npu.apply_from_environment()
+if os.environ.get("TORCH_TRANSFER_TO_NPU", "0") != "0":
+    # Imported only when asked for (it validates the value: anything but 0 or 1 raises); this
+    # runs at `import torch`, and most programs do not set the variable.
+    from npusim import _transfer_to_npu
+
+    _transfer_to_npu.apply_from_environment()

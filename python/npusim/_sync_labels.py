@@ -50,10 +50,14 @@ def set_library_prefixes(prefixes: list[str]) -> None:
     _library_prefixes = tuple(prefixes)
 
 
+@functools.cache
 def _standard_library() -> tuple[str, tuple[str, ...]]:
     """The standard library's folder and the package folders inside it (site-packages), which
     are not standard library: runpy, contextlib or copy between npusim and the program are library
-    frames, a third-party package's are the first frames outside torch and npusim."""
+    frames, a third-party package's are the first frames outside torch and npusim.
+
+    Found on the first sync described, not at import: sysconfig costs ``import torch`` a
+    millisecond or two, and most programs never describe a sync."""
     import site
     import sysconfig
 
@@ -62,13 +66,11 @@ def _standard_library() -> tuple[str, tuple[str, ...]]:
     return (standard.rstrip("/") + "/" if standard else ""), packages
 
 
-_STANDARD_LIBRARY, _SITE_PACKAGES = _standard_library()
-
-
 def _is_library(filename: str) -> bool:
     if not filename or filename.startswith("<frozen") or filename.startswith(_library_prefixes):
         return True
-    return bool(_STANDARD_LIBRARY) and filename.startswith(_STANDARD_LIBRARY) and not filename.startswith(_SITE_PACKAGES)
+    standard, site_packages = _standard_library()
+    return bool(standard) and filename.startswith(standard) and not filename.startswith(site_packages)
 
 
 def _argval_name(instruction: dis.Instruction) -> str:

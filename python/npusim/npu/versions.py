@@ -8,6 +8,7 @@ that version; ``DRIVER`` reports the driver version npusim's simulated devices c
 
 from __future__ import annotations
 
+import os
 import re
 
 from npusim._error_code import ErrCode, pta_error
@@ -54,6 +55,10 @@ def installed_cann_version() -> str:
     """The CANN version torch_npu puts in ``torch.version.cann``: the ``version=`` line of the first
     ``ascend_*_install.info`` under ``$ASCEND_HOME_PATH``, ``"not known"`` if there is none; without
     that variable, the CANN version npusim simulates."""
+    if not os.environ.get("ASCEND_HOME_PATH"):
+        # What collect_env answers without the variable (the same simulated_stack.ini), without
+        # importing that report module: this runs at `import torch`.
+        return CANN_VERSION
     from npusim_tools.collect_env import get_cann_version as installed
 
     return installed()
