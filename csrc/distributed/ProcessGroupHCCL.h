@@ -11,7 +11,6 @@
 // lacks (uneven all-gather, coalescing) and wraps each result in a WorkHCCL.
 #pragma once
 
-#include <atomic>
 
 #include <chrono>
 #include <mutex>
@@ -86,11 +85,12 @@ class ProcessGroupHCCL : public c10d::Backend {
   void abort() override;
   void shutdown() override;
 
-  // torch_npu's recovery (restart_device, stop_device): the watchdog's status
-  // (1 run, 2 stop) and its list of in-flight work records. npusim's works
-  // keep no record beyond their own object, so clearing drops nothing.
-  void setWatchdogStatus(int status) noexcept { watchdogStatus_ = status; }
-  int watchdogStatus() const noexcept { return watchdogStatus_; }
+  // torch_npu's recovery (restart_device, stop_device) sets its watchdog
+  // thread's status (1 run, 2 stop) and clears the watchdog's list of
+  // in-flight work records. npusim has neither: a work checks its own timeout
+  // when waited on, and a stopped device already fails its collectives
+  // (placementFor), so both calls have nothing to change.
+  void setWatchdogStatus(int /*status*/) noexcept {}
   void clearWorkMetaList() noexcept {}
 
   const Config& config() const noexcept { return config_; }
@@ -112,7 +112,6 @@ class ProcessGroupHCCL : public c10d::Backend {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;
   bool aborted_ = false;
-  std::atomic<int> watchdogStatus_{1};
 };
 
 }  // namespace npusim::distributed

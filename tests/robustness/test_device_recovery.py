@@ -102,3 +102,28 @@ def test_torch_npu_C_bindings_and_error_code_module():
     assert _except_handler.force_stop_flag
     torch.npu.restart_device(0)
     assert not _except_handler.force_stop_flag
+
+
+def test_stopped_device_refuses_collectives_and_restart_reaches_the_process_groups():
+    from npusim_testing.fresh_process import free_port, run_python
+
+    result = run_python(
+        """
+        import torch, torch.distributed as dist, npusim
+        dist.init_process_group("hccl", rank=0, world_size=1)
+        t = torch.ones(2, device="npu")
+        torch.npu.stop_device(0)
+        try:
+            dist.all_reduce(t)
+        except RuntimeError as error:
+            print("refused:", str(error).splitlines()[0])
+        torch.npu.restart_device(0)  # sets the HCCL backends' watchdog back to run
+        dist.all_reduce(t)
+        print(t.cpu().tolist())
+        dist.destroy_process_group()
+        """,
+        {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["refused: FORCE STOP.", "[1.0, 1.0]"], result.stdout

@@ -77,7 +77,6 @@ PYBIND11_MODULE(_distributed_C, m) {
       .def_property_readonly("exec_timeout", [](const ProcessGroupHCCL& pg) { return pg.config().execTimeout; })
       .def_property_readonly("gloo", &ProcessGroupHCCL::glooBackend)
       .def("set_watchdog_status", &ProcessGroupHCCL::setWatchdogStatus, py::arg("status"))
-      .def("_watchdog_status", &ProcessGroupHCCL::watchdogStatus)
       .def("clear_workmeta_list", &ProcessGroupHCCL::clearWorkMetaList);
 
   // HCCL variables that only tune real hardware are noted in the plog (module HCCL).

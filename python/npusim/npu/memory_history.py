@@ -93,17 +93,16 @@ def _save_segment_usage(filename: str = "output.svg", snapshot: dict[str, Any] |
     r"""Write the flame graph of the segments' memory (``torch.cuda._memory_viz.segments``)."""
     from torch.cuda._memory_viz import segments
 
-    if snapshot is None:
-        snapshot = _snapshot()
-    with open(filename, "w") as f:
-        f.write(segments(snapshot))
+    _write_flame_graph(filename, snapshot, segments)
 
 
 def _save_memory_usage(filename: str = "output.svg", snapshot: dict[str, Any] | None = None) -> None:
     r"""Write the flame graph of the allocated memory (``torch.cuda._memory_viz.memory``)."""
     from torch.cuda._memory_viz import memory
 
-    if snapshot is None:
-        snapshot = _snapshot()
+    _write_flame_graph(filename, snapshot, memory)
+
+
+def _write_flame_graph(filename: str, snapshot: dict[str, Any] | None, render) -> None:
     with open(filename, "w") as f:
-        f.write(memory(snapshot))
+        f.write(render(_snapshot() if snapshot is None else snapshot))
