@@ -161,6 +161,7 @@ def end_to_end_rows() -> list[dict]:
     import bert_squad_estimate
     import megatron_setups
     import resnet50_estimate
+    import sd21_estimate
 
     rows = []
     for s in megatron_setups.SETUPS.values():
@@ -176,6 +177,10 @@ def end_to_end_rows() -> list[dict]:
     rows.append({"key": "resnet50", "family": "ResNet", "unit": "img/s/NPU",
                  "reference": resnet50_estimate.REFERENCE_IMAGES_PER_S, "source": resnet50_estimate.SOURCE,
                  "label": "ResNet-50 v1.5 batch 256 AMP O2, 8 NPUs"})
+    if sd21_estimate.diffusers_available():
+        s = sd21_estimate.SETUPS["sd21"]
+        rows.append({"key": s.key, "family": "Diffusion", "unit": "img/s/NPU", "reference": s.reference_images_per_s,
+                     "source": s.source, "label": f"{s.name} 768px batch {s.batch} fp16 FA, ckpt, EMA, 8 NPUs"})
     return rows
 
 
@@ -185,6 +190,7 @@ def end_to_end() -> dict:
     import megatron_estimate
     import megatron_setups
     import resnet50_estimate
+    import sd21_estimate
 
     figures = {}
     for s in megatron_setups.SETUPS.values():
@@ -196,6 +202,18 @@ def end_to_end() -> dict:
                           "detail": f"forward+backward {r['compute_s'] * 1e3:.0f} ms, all-reduce "
                                     f"{r['allreduce_s'] * 1e3:.1f} ms, optimizer {r['optimizer_s'] * 1e3:.1f} ms"}
     figures["resnet50"] = {"value": 256 / resnet50_estimate.step_seconds(256), "detail": ""}
+    if sd21_estimate.diffusers_available():
+        s = sd21_estimate.SETUPS["sd21"]
+        other = sd21_estimate.SETUPS["sd21-batch4"]
+        # The other batch's figure is printed with the judged chip's detail only, so only that chip estimates it.
+        variants = (other.batch,) if npusim_chip() == JUDGED_CHIP else ()
+        r = sd21_estimate.step_seconds(s, variants=variants, warm_up=False)
+        detail = sd21_estimate.describe(r)
+        if variants:
+            v = r["variants"][other.batch]["images_per_s_per_npu"]
+            detail += (f"; at the performance script's default batch {other.batch}: {v:.2f} img/s/NPU "
+                       f"({(v / s.reference_images_per_s - 1) * 100:+.1f}%)")
+        figures[s.key] = {"value": r["images_per_s_per_npu"], "detail": detail}
     return figures
 
 
@@ -290,6 +308,12 @@ def main() -> int:
     # The end-to-end estimates run in a subprocess per chip, beside the kernel rows.
     processes = {} if args.skip_end_to_end else {chip: start_on_chip(chip) for chip in (JUDGED_CHIP, REFERENCE_CHIP)}
     rows = Rows()
+    if not args.skip_end_to_end:
+        import sd21_estimate
+
+        if not sd21_estimate.diffusers_available():
+            print(f"Diffusion row skipped: diffusers is not installed (scripts/setup-tests.sh installs "
+                  f"diffusers=={sd21_estimate.DIFFUSERS_VERSION})")
     with npusim.estimate():
         for dtype_name, points in SQUARE.items():
             dtype = getattr(torch, dtype_name)
