@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond npusim itself (scripts/setup.sh): GoogleTest for the C++
 # suites, a headless browser for the HTML report's rendering test, pytest and its helpers, and
-# transformers for the Hugging Face tests. Idempotent.
+# transformers for the Hugging Face tests, diffusers for the Stable Diffusion estimate. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -25,3 +25,7 @@ done
 # transformers' NPU flash-attention path and the tiny Hugging Face models run in tests/ops.
 "$PYTHON" -c "import transformers" 2>/dev/null || "$PYTHON" -m pip install -q "transformers==5.23.0" \
   || echo "setup-tests: transformers not installed; its tests in tests/ops are skipped"
+# diffusers builds Stable Diffusion 2.1's UNet and VAE for examples/sd21_estimate.py (the Diffusion row of
+# bench/validate_performance.py and tests/perf/test_sd21_estimate.py; both skip without it).
+"$PYTHON" -c "import diffusers" 2>/dev/null || "$PYTHON" -m pip install -q "diffusers==0.42.1" \
+  || echo "setup-tests: diffusers not installed; the Diffusion validation row and its test are skipped"
