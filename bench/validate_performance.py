@@ -23,13 +23,15 @@ References (shared/reference/ascend-hardware.md and the issue that set them):
      3646.2 us, device-bound.
    Target: within 15% (as the attention loop).
 
-4. End-to-end training throughput per NPU, 30 published rows of 10 model families, each estimated exactly as its
-   script runs it (tokens/s/NPU for LLMs, sequences/s for BERT, images/s for ResNet-50):
+4. End-to-end training throughput per NPU, 31 published rows of 11 model families, each estimated exactly as its
+   script runs it (tokens/s/NPU for LLMs, sequences/s for BERT, images/s for ResNet-50 and Stable Diffusion):
    - 27 MindSpeed-LLM / ModelLink pretraining rows (LLaMA 1/2/3/3.2, Qwen 1/1.5/2, Baichuan2, InternLM, ChatGLM3 and
      GLM-4, Mistral with its sliding window, Gemma, MiniCPM and MiniCPM-MoE): examples/megatron_setups.py lists each
      with repository, file and commit of its figure and script, and examples/megatron_estimate.py prices it;
    - BERT-Base / BERT-Large SQuAD fine-tuning and ResNet-50 from Ascend ModelZoo (examples/bert_squad_estimate.py,
-     examples/resnet50_estimate.py).
+     examples/resnet50_estimate.py);
+   - Stable Diffusion 2.1 fine-tuning at 768x768 from Ascend ModelZoo's diffusers recipe (examples/sd21_estimate.py,
+     family "Diffusion"; needs diffusers, and is skipped with a message without it).
    All name only the server, "Atlas 900 A2 PoDc", which ships with a 313 T (20 AI cores, npusim's Ascend910B3) or a
    376 T (24 cores, Ascend910B2) NPU (Huawei's Atlas 800T A2 white paper). MindSpeed's MFU figures do not tell
    which: its MFU table divides by 354 TFLOPS for any device named "910B" (MindSpeed-LLM

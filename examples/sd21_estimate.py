@@ -230,9 +230,9 @@ PHASES = ("vae", "text", "unet_forward", "unet_backward", "ddp_buckets", "optimi
 
 
 def step_seconds(s: DiffusionSetup, variants: tuple[int, ...] = (), warm_up: bool = True) -> dict:
-    """Simulated seconds of one training step on one NPU (after a warm-up step unless `warm_up` is False: the
-    step prices within 0.4% of it without, 3228 against 3240 ms at batch 24 on the 910B3, at half the host time),
-    with its parts; the same step at each batch of `variants` under "variants" (the models are built once)."""
+    """Simulated seconds of one training step on one NPU (after a warm-up step unless `warm_up` is False: with the
+    gradients in place the first step prices as the second, at half the host time), with its parts; the same step
+    at each batch of `variants` under "variants" (the models are built once)."""
     from diffusers import AutoencoderKL, DDPMScheduler
     from npusim.distributed import exposed_communication
 
@@ -252,6 +252,10 @@ def step_seconds(s: DiffusionSetup, variants: tuple[int, ...] = (), warm_up: boo
         flat_grad = torch.empty(count)
         exp_avg, exp_avg_sq = torch.zeros(count), torch.zeros(count)
         buckets = torch.empty(count)
+        # The gradients exist from the first step on (views of the combined buffer, zeroed by zero_grad), so the
+        # backward accumulates into them: give them to the first step too.
+        for p in parameters:
+            p.grad = torch.zeros_like(p)
         ema = [torch.empty_like(p) for p in parameters] if s.use_ema else []
         scale, growth_tracker, found_inf = torch.full((1,), 65536.0), torch.zeros(1, dtype=torch.int32), torch.zeros(1)
         lr, beta1, beta2, eps, weight_decay = 1e-5, 0.9, 0.999, 1e-8, 1e-2
