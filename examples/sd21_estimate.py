@@ -18,7 +18,7 @@ diffusers 0.18.1): ``test/train_performance_8p_text_to_image_sd2-1_fp16_fa.sh`` 
   ``npu_confusion_transpose``), GEGLU as ``npu_geglu(approximate=1)``, the transformer blocks' LayerNorms with
   autocast off (fork ``models/attention.py``); its output cast to fp32 (accelerate), the fp32 MSE loss;
 - the loss times the GradScaler's scale, backward; DDP copies each fp32 gradient into its bucket divided by the
-  world size (``Reducer::copy_grad_to_bucket``: one ``mul_out``), all-reduces the buckets behind the backward and
+  world size (``Reducer::copy_grad_to_bucket``: a ``mul_out`` each), all-reduces the buckets behind the backward and
   copies them back;
 - accelerate's ``clip_grad_norm_``: the scaler's unscale (one non-finite check) and ``clip_grad_norm_`` (the
   norms, one multiply); the scaler's ``found_inf`` read; ``NpuFusedAdamW`` on the combined fp32 buffers
@@ -252,10 +252,15 @@ def step_seconds(s: DiffusionSetup, variants: tuple[int, ...] = (), warm_up: boo
         flat_grad = torch.empty(count)
         exp_avg, exp_avg_sq = torch.zeros(count), torch.zeros(count)
         buckets = torch.empty(count)
-        # The gradients exist from the first step on (views of the combined buffer, zeroed by zero_grad), so the
-        # backward accumulates into them: give them to the first step too.
+        # From the first step on each gradient is a view of the combined buffer (npu_combine_tensors re-points
+        # them), zeroed by zero_grad, so the backward accumulates into it: so in the first step here too. DDP's
+        # buckets hold a view per parameter as well.
+        grads, bucket_views, offset = [], [], 0
         for p in parameters:
-            p.grad = torch.zeros_like(p)
+            p.grad = flat_grad[offset:offset + p.numel()].view_as(p)
+            grads.append(p.grad)
+            bucket_views.append(buckets[offset:offset + p.numel()].view_as(p))
+            offset += p.numel()
         ema = [torch.empty_like(p) for p in parameters] if s.use_ema else []
         scale, growth_tracker, found_inf = torch.full((1,), 65536.0), torch.zeros(1, dtype=torch.int32), torch.zeros(1)
         lr, beta1, beta2, eps, weight_decay = 1e-5, 0.9, 0.999, 1e-8, 1e-2
@@ -288,13 +293,18 @@ def step_seconds(s: DiffusionSetup, variants: tuple[int, ...] = (), warm_up: boo
             mark()
             # DDP: Reducer::copy_grad_to_bucket (mul_out by 1 / world size) as the gradients are ready, the reduced
             # buckets copied back into the gradients at the end of the backward (gradient_as_bucket_view False).
-            torch.mul(flat_grad, 1.0 / s.npus, out=buckets)
-            flat_grad.copy_(buckets)
+            for grad, view in zip(grads, bucket_views):
+                torch.mul(grad, 1.0 / s.npus, out=view)
+            for grad, view in zip(grads, bucket_views):
+                grad.copy_(view)
             mark()
             # accelerator.clip_grad_norm_: scaler.unscale_ (non-finite check and unscale), then clip_grad_norm_.
-            torch._amp_foreach_non_finite_check_and_unscale_([flat_grad], found_inf, 1.0 / scale)
-            norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm([flat_grad], 2.0)), 2.0)
-            torch._foreach_mul_([flat_grad], torch.clamp(1.0 / (norm + 1e-6), max=1.0))
+            # Both over unet.parameters(), the per-parameter gradients (torch.nn.utils.clip_grad_norm_'s foreach
+            # path: the per-tensor norms, a norm of each, their norm, one foreach multiply).
+            torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, 1.0 / scale)
+            norms = torch._foreach_norm(grads, 2.0)
+            norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(n, 2.0) for n in norms]), 2.0)
+            torch._foreach_mul_(grads, torch.clamp(1.0 / (norm + 1e-6), max=1.0))
             found_inf.item()  # GradScaler.step skips the step if a rank found an inf
             # NpuFusedAdamW._group_step on the combined buffers.
             state["step"] += 1
