@@ -35,9 +35,10 @@ References (shared/reference/ascend-hardware.md and the issue that set them):
    All name only the server, "Atlas 900 A2 PoDc", which ships with a 313 T (20 AI cores, npusim's Ascend910B3) or a
    376 T (24 cores, Ascend910B2) NPU (Huawei's Atlas 800T A2 white paper). MindSpeed's MFU figures do not tell
    which: its MFU table divides by 354 TFLOPS for any device named "910B" (MindSpeed-LLM
-   mindspeed_llm/fsdp2/utils/flops/flops_base.py get_device_flops). The rows do: on the 24-core part every family is
-   11-32% too fast in its compute-bound work and right in its HBM-bound work, which is the 24/20 core ratio at the
-   same clock and memory; on the 20-core part they are right with nothing fitted. So the rows are judged on the
+   mindspeed_llm/fsdp2/utils/flops/flops_base.py get_device_flops). The rows do: on the 24-core part every family but
+   Diffusion is 11-32% too fast in its compute-bound work and right in its HBM-bound work, which is the 24/20 core
+   ratio at the same clock and memory; on the 20-core part they are right with nothing fitted (Stable Diffusion 2.1
+   is the exception: -20% on the 20-core part, -5% on the 24-core one; docs/performance.md). So the rows are judged on the
    Ascend910B3 (a subprocess per chip, NPUSIM_SOC) and the 910B2 figure is printed beside them for reference. The
    choice is the only thing the end-to-end rows decide; it is made again with each family left out (the
    leave-one-family-out table printed at the end). Target per row: 20%; over all rows: median absolute error 10%,
