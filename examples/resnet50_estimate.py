@@ -4,8 +4,9 @@ The setup is the Ascend ModelZoo PyTorch ResNet-50 recipe (the README's AMP O2 r
 ResNet-50 v1.5 (the stride on the 3x3 convolution), 224x224 images, batch 256 per NPU, apex AMP at
 opt level O2 (fp16 weights and activations, batch norm kept in fp32, dynamic loss scaling), momentum
 SGD on fp32 master weights (apex's fused NPU SGD over flattened gradients), cross-entropy loss. The
-published figures: 1,678 images/s on one card (1p row; the README names no chip) and 14,321 images/s
-on an 8-NPU "Atlas 900 A2 PoDc" (910B), 1,790 per NPU; with data parallelism the 51 MB gradient
+published figures: 1,678 images/s on one card (1p row; the README names no chip) and 14,371 images/s
+on an 8-NPU "Atlas 900 A2 PoDc" (910B), 1,796 per NPU (the table of 10 May 2025; 14,321 in the
+table of 31 December 2024 it replaced, same scripts); with data parallelism the 51 MB gradient
 all-reduce overlaps the backward, so the per-NPU step is the single-NPU step.
 
 How it is estimated (in ``npusim.estimate()``: shapes and device memory, no data): one training
@@ -33,11 +34,12 @@ import npusim
 from megatron_estimate import chip_argument, select_chip, timed_seconds  # examples/, beside this script
 
 # Ascend ModelZoo PyTorch ResNet-50 README (AMP O2, batch 256 per card): 8p on "Atlas 900 A2 PoDc"
-# (910B), per NPU, in the table "2024年12月31日更新的性能数据". shared/reference/ascend-hardware.md §3.2.
-REFERENCE_IMAGES_PER_S = 14321 / 8
+# (910B), per NPU, in the table "2025年5月10日更新的性能数据" (CANN 8.1.RC1, torch_npu 7.0.0; it replaced
+# the 14,321 of "2024年12月31日更新的性能数据" at ac656f0, the recipe's scripts unchanged between the two).
+REFERENCE_IMAGES_PER_S = 14371 / 8
 SOURCE = ("xiaobingling93-pixel/Ascend-ModelZoo-PyTorch (mirror of Ascend/ModelZoo-PyTorch) "
           "PyTorch/built-in/cv/classification/ResNet50_ID4149_for_PyTorch/README.md @ "
-          "ac656f010f8b8a339d42b7b60d6ecde043e736ff")
+          "393c12efd0b7c1419b6c4c99031149beeb9bacc2")
 
 
 class Bottleneck(nn.Module):
