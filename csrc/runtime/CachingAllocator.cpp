@@ -174,6 +174,10 @@ struct CachingAllocator::Impl {
     size_t segmentSize = 0;
     BlockPool* pool = nullptr;
     Block* block = nullptr;
+    // A block findCachedBlock found is still in its pool, at `cachedAt`,
+    // until useBlock takes it out (or keeps it there as the split remainder).
+    bool inPool = false;
+    BlockSet::iterator cachedAt{};
     std::string hostRefusal;  // why the host refused the last segment, if it did
   };
 
@@ -398,6 +402,10 @@ struct CachingAllocator::Impl {
     if (!found) throwOutOfMemory(request);
 
     const bool split = !config.cachingDisabled && shouldSplit(request.block, request.size);
+    if (request.inPool && !split) {
+      uncache(*request.pool, request.cachedAt);
+      request.inPool = false;
+    }
     return useBlock(request, bytes, split);
   }
 
@@ -417,7 +425,9 @@ struct CachingAllocator::Impl {
     if (!isOversize(request.size) && isOversize(candidate->size)) return false;
     if (isOversize(request.size) && candidate->size >= request.size + config.maxNonSplitRoundingSize) return false;
     candidate->gcCount = 0;
-    uncache(pool, it);
+    // Left in the pool for now: split, it stays there as the remainder (useBlock).
+    request.inPool = true;
+    request.cachedAt = it;
     request.block = candidate;
     return true;
   }
@@ -494,7 +504,17 @@ struct CachingAllocator::Impl {
       remaining->ptr += request.size;
       remaining->size -= request.size;
       if (block->prev == nullptr) block->segment->head = block;
-      cache(pool, remaining);
+      if (request.inPool) {
+        // The remainder is the cached block, smaller: it keeps its node where it still sorts
+        // after its predecessor (its successor sorts after it anyway), else it moves.
+        request.inPool = false;
+        if (!inOrder(pool, request.cachedAt)) {
+          keepNode(pool.blocks.extract(request.cachedAt));  // by position: no comparison
+          cache(pool, remaining);
+        }
+      } else {
+        cache(pool, remaining);
+      }
       if (alreadySplit) {
         // An inactive split block shrinks by the part handed out.
         forPool(pool, [&](size_t type) {
@@ -620,14 +640,30 @@ struct CachingAllocator::Impl {
     BlockPool& pool = *block->pool;
     int64_t inactiveSplitBlocks = 0;
     int64_t inactiveSplitBytes = 0;
-    for (Block* neighbour : {block->prev, block->next}) {
-      size_t merged = mergeInto(block, neighbour, pool);
-      if (merged > 0) {
-        inactiveSplitBlocks -= 1;
-        inactiveSplitBytes -= static_cast<int64_t>(merged);
-      }
+    // The last neighbour merged leaves its node in the pool, and the merged
+    // block takes that node where it sorts there too (a block freed next to
+    // a cached remainder, the common case): one lookup instead of an erase
+    // and an insert, the same set of blocks.
+    Block* const prev = block->prev;
+    Block* const next = block->next;
+    Block* const kept = mergeable(next) ? next : mergeable(prev) ? prev : nullptr;
+    const BlockSet::iterator keptAt = kept != nullptr ? pool.blocks.find(kept) : pool.blocks.end();
+    for (Block* neighbour : {prev, next}) {
+      if (!mergeable(neighbour)) continue;
+      const size_t merged = mergeInto(block, neighbour, pool, /*inPool=*/neighbour != kept);
+      inactiveSplitBlocks -= 1;
+      inactiveSplitBytes -= static_cast<int64_t>(merged);
     }
-    cache(pool, block);
+    if (kept != nullptr) {
+      const_cast<Block*&>(*keptAt) = block;  // the node's own storage (not const), keyed by `block` now
+      if (!inOrder(pool, keptAt)) {
+        keepNode(pool.blocks.extract(keptAt));  // by position: no comparison
+        cache(pool, block);
+      }
+      recycle(kept);
+    } else {
+      cache(pool, block);
+    }
     if (block->isSplit()) {
       inactiveSplitBlocks += 1;
       inactiveSplitBytes += static_cast<int64_t>(block->size);
@@ -644,10 +680,25 @@ struct CachingAllocator::Impl {
     if ((config.cachingDisabled || poolReleased) && !block->isSplit()) releaseSegment(block);
   }
 
-  // Merges the free neighbour `source` into `target`; returns the bytes gained.
-  size_t mergeInto(Block* target, Block* source, BlockPool& pool) {
-    if (source == nullptr || source->allocated || source->eventCount > 0 || !source->streamUses.empty()) return 0;
-    uncache(pool, source);
+  // A free neighbour that a freed block absorbs (cached, in its pool).
+  static bool mergeable(const Block* neighbour) {
+    return neighbour != nullptr && !neighbour->allocated && neighbour->eventCount == 0 &&
+           neighbour->streamUses.empty();
+  }
+
+  // Whether the block at `it` sorts between its neighbours in the pool.
+  static bool inOrder(const BlockPool& pool, BlockSet::iterator it) {
+    const BlockBySize before;
+    if (it != pool.blocks.begin() && !before(*std::prev(it), *it)) return false;
+    const auto after = std::next(it);
+    return after == pool.blocks.end() || before(*it, *after);
+  }
+
+  // Merges the mergeable neighbour `source` into `target`; returns the bytes
+  // gained. `inPool`: take `source` out of the pool and recycle it (else the
+  // caller does both).
+  size_t mergeInto(Block* target, Block* source, BlockPool& pool, bool inPool) {
+    if (inPool) uncache(pool, source);
     if (target->prev == source) {
       target->ptr = source->ptr;
       target->prev = source->prev;
@@ -662,7 +713,7 @@ struct CachingAllocator::Impl {
     }
     const size_t gained = source->size;
     target->size += gained;
-    recycle(source);
+    if (inPool) recycle(source);
     return gained;
   }
 

@@ -18,8 +18,6 @@ namespace npusim::runtime {
 namespace {
 
 thread_local int tlsCurrentDevice = 0;
-std::atomic<Runtime*> startedRuntime{nullptr};
-std::atomic<bool> forkedChild{false};
 
 // Tells the caching allocator when cross-stream uses of a block have finished
 // on the simulated timeline: a marker is the stream's clock when the use was
@@ -113,18 +111,19 @@ struct Runtime::Device {
   std::atomic<uint64_t> reservedAtLastSync{UINT64_MAX};
 };
 
-Runtime& Runtime::instance() {
+std::atomic<Runtime*> Runtime::started_{nullptr};
+std::atomic<bool> Runtime::forkedChild_{false};
+
+Runtime& Runtime::start() {
   // Constructed on first use and deliberately never destroyed: tensors freed
   // during interpreter shutdown still return their memory to it.
   static Runtime* runtime = [] {
     auto* created = new Runtime();
-    startedRuntime.store(created, std::memory_order_release);
+    started_.store(created, std::memory_order_release);
     return created;
   }();
   return *runtime;
 }
-
-Runtime* Runtime::existing() noexcept { return startedRuntime.load(std::memory_order_acquire); }
 
 int Runtime::visibleDeviceCount() {
   if (Runtime* started = existing()) return started->deviceCount();
@@ -160,7 +159,9 @@ Runtime::Runtime()
       taskQueueLevel_(taskQueueLevelFromEnvironment()),
       launchBlocking_(launchBlockingFromEnvironment()),
       devices_(static_cast<size_t>(registry_.deviceCount())),
-      deviceTable_(static_cast<size_t>(registry_.deviceCount())) {
+      deviceTable_(static_cast<size_t>(registry_.deviceCount())),
+      ready_(new ReadyDevice[static_cast<size_t>(registry_.deviceCount())]),
+      readyCount_(static_cast<size_t>(registry_.deviceCount())) {
   if (auto hbm = environmentValue("NPUSIM_HBM_SIZE"); hbm && !hbm->empty()) {
     capacity_ = parseByteSize(*hbm, "NPUSIM_HBM_SIZE");
     // A fraction of a byte (0.5) or a few bytes would make every allocation fail.
@@ -202,14 +203,13 @@ void Runtime::unlockAfterFork() {
   initMutex_.unlock();
 }
 
-bool Runtime::inForkedChild() noexcept { return forkedChild.load(std::memory_order_relaxed); }
 
 void Runtime::forkParent() { unlockAfterFork(); }
 
 void Runtime::forkChild() {
   // A child of a process that never initialized a device may use devices of
   // its own (as a CUDA child may); otherwise it is a bad fork.
-  if (!lockedForFork_.empty()) forkedChild.store(true, std::memory_order_relaxed);
+  if (!lockedForFork_.empty()) forkedChild_.store(true, std::memory_order_relaxed);
   unlockAfterFork();
 }
 
@@ -243,6 +243,8 @@ Runtime::Device& Runtime::device(int index) {
       if (history_.enabled) {
         slot->allocator.recordHistory(true, history_.recorder, history_.maxEntries, history_.when);
       }
+      ready_[static_cast<size_t>(index)].allocator.store(&slot->allocator, std::memory_order_release);
+      ready_[static_cast<size_t>(index)].timeline.store(&slot->timeline, std::memory_order_release);
       deviceTable_[static_cast<size_t>(index)].store(slot.get(), std::memory_order_release);
       NPUSIM_PLOG(LogLevel::kInfo, "RUNTIME",
                   "device " + std::to_string(index) + " (physical " + std::to_string(registry_.physicalId(index)) +
@@ -271,7 +273,7 @@ bool Runtime::isDeviceInitialized(int index) const noexcept {
          deviceTable_[static_cast<size_t>(index)].load(std::memory_order_acquire) != nullptr;
 }
 
-CachingAllocator& Runtime::allocator(int index) {
+CachingAllocator& Runtime::allocatorSlow(int index) {
   Device& d = device(index);
   if (!allocatorConfigured_.load(std::memory_order_acquire)) {
     // First use of a device allocator in the process: the settings are read
@@ -288,7 +290,7 @@ CachingAllocator& Runtime::allocator(int index) {
   }
   return d.allocator;
 }
-DeviceTimeline& Runtime::timeline(int index) { return device(index).timeline; }
+DeviceTimeline& Runtime::timelineSlow(int index) { return device(index).timeline; }
 DeviceMemory& Runtime::memory(int index) { return device(index).memory; }
 
 void Runtime::synchronizeDevice(int index) {

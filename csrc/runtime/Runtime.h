@@ -40,9 +40,13 @@ class Runtime {
   // ASCEND_RT_VISIBLE_DEVICES, PYTORCH_NPU_ALLOC_CONF, STREAMS_PER_DEVICE,
   // NPUSIM_HBM_SIZE). Throws ConfigError on a malformed variable; a later
   // call tries again, so the process stays usable after fixing it.
-  static Runtime& instance();
+  // Inline: every operator call asks for the runtime several times.
+  static Runtime& instance() {
+    Runtime* started = started_.load(std::memory_order_acquire);
+    return started != nullptr ? *started : start();
+  }
   // The runtime if it has started in this process, else nullptr; never starts it.
-  static Runtime* existing() noexcept;
+  static Runtime* existing() noexcept { return started_.load(std::memory_order_acquire); }
   // The number of visible devices. Before the runtime starts it is computed
   // from the environment at each call (NPUSIM_SOC, NPUSIM_DEVICE_COUNT,
   // ASCEND_RT_VISIBLE_DEVICES), as torch_npu's device_count() asks the driver
@@ -92,15 +96,23 @@ class Runtime {
   // (torch_npu's "bad fork"): every device entry point then throws
   // ForkedProcessError; frees of the parent's memory are ignored.
   // Static: asking never creates the runtime.
-  static bool inForkedChild() noexcept;
+  static bool inForkedChild() noexcept { return forkedChild_.load(std::memory_order_relaxed); }
   // Throws ForkedProcessError in such a child.
   static void checkNotForkedChild() {
     if (inForkedChild()) throw ForkedProcessError();
   }
 
-  // Per-device resources; initialize the device on first use.
-  CachingAllocator& allocator(int device);
-  DeviceTimeline& timeline(int device);
+  // Per-device resources; initialize the device on first use. Inline: once
+  // the device is initialized (and the allocators configured), an operator's
+  // lookups are a table read, with the same fork check as the first one.
+  CachingAllocator& allocator(int device) {
+    if (CachingAllocator* ready = readyAllocator(device)) return *ready;
+    return allocatorSlow(device);
+  }
+  DeviceTimeline& timeline(int device) {
+    if (DeviceTimeline* ready = readyTimeline(device)) return *ready;
+    return timelineSlow(device);
+  }
   DeviceMemory& memory(int device);
   void synchronizeDevice(int device);
   // Estimate-only mode: device memory may exceed the capacity (see
@@ -117,8 +129,25 @@ class Runtime {
 
  private:
   Runtime();
+  static Runtime& start();
   struct Device;
   Device& device(int index);
+  // The resources of an initialized device, or nullptr (then the slow path
+  // initializes it, or throws: a forked child, a bad id).
+  CachingAllocator* readyAllocator(int index) const noexcept {
+    if (inForkedChild() || static_cast<size_t>(index) >= readyCount_) return nullptr;
+    if (!allocatorConfigured_.load(std::memory_order_acquire)) return nullptr;
+    return ready_[static_cast<size_t>(index)].allocator.load(std::memory_order_acquire);
+  }
+  DeviceTimeline* readyTimeline(int index) const noexcept {
+    if (inForkedChild() || static_cast<size_t>(index) >= readyCount_) return nullptr;
+    return ready_[static_cast<size_t>(index)].timeline.load(std::memory_order_acquire);
+  }
+  CachingAllocator& allocatorSlow(int device);
+  DeviceTimeline& timelineSlow(int device);
+
+  static std::atomic<Runtime*> started_;
+  static std::atomic<bool> forkedChild_;
   // pthread_atfork handlers: every runtime lock is held across fork(), in the
   // order the runtime nests them (init, allocators, timelines, memories), so
   // that a child never inherits a lock held by another thread of the parent.
@@ -150,6 +179,13 @@ class Runtime {
   mutable std::mutex initMutex_;
   std::vector<std::unique_ptr<Device>> devices_;  // index = logical id; null until initialized
   std::vector<std::atomic<Device*>> deviceTable_;  // lock-free lookup of initialized devices
+  // The same, by resource (Device is defined in Runtime.cpp): set with deviceTable_.
+  struct ReadyDevice {
+    std::atomic<CachingAllocator*> allocator{nullptr};
+    std::atomic<DeviceTimeline*> timeline{nullptr};
+  };
+  std::unique_ptr<ReadyDevice[]> ready_;
+  size_t readyCount_ = 0;
   std::atomic<int64_t> nextPublishMs_{0};
   std::atomic<bool> overcommit_{false};
   std::vector<Device*> lockedForFork_;  // the devices forkPrepare locked

@@ -6,6 +6,7 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 
+#include "backend/device/HeapThreadLocal.h"
 #include "backend/device/NpuAllocator.h"
 
 namespace npusim::backend {
@@ -89,8 +90,8 @@ bool sameGeometry(const c10::TensorImpl& alias, const c10::TensorImpl& npu) noex
 }  // namespace
 
 ReusableAliases& ReusableAliases::ofThisThread() {
-  thread_local ReusableAliases aliases;
-  return aliases;
+  // 4 KB: on the heap, see HeapThreadLocal.h.
+  return HeapThreadLocal<ReusableAliases>::get();
 }
 
 c10::Storage ReusableAliases::storageAlias(const c10::Storage& npu) {

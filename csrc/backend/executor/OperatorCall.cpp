@@ -156,37 +156,39 @@ void OperatorCall::checkStridedResults(const KernelResults& results) const {
   }
 }
 
-c10::SmallVector<perf::TensorDesc, 8> OperatorCall::describeInputs() {
-  c10::SmallVector<perf::TensorDesc, 8> descs;
-  // The npu inputs' L2 residency, asked for all at once (one lock).
-  c10::SmallVector<L2Buffer, 8>& onDevice = inputBuffers_;
-  onDevice.clear();
+// Whether each input is in the L2 (resident[i] for inputs_[i]; CPU inputs are
+// not), asked for all npu inputs at once (one lock). Keeps their L2 buffers
+// for touchOperands().
+void OperatorCall::queryInputResidency(bool* resident) {
+  inputBuffers_.clear();
   for (const c10::TensorImpl* t : inputs_) {
-    descs.push_back(describeTensor(*t));
-    if (isNpu(*t)) onDevice.push_back(l2BufferOf(*t));
+    if (isNpu(*t)) inputBuffers_.push_back(l2BufferOf(*t));
   }
-  if (onDevice.empty()) return descs;
-  c10::SmallVector<bool, 8> resident(onDevice.size(), false);
-  queryL2Residency(device_, onDevice, resident.data());
+  if (inputBuffers_.empty()) return;
+  c10::SmallVector<bool, 8> onDevice(inputBuffers_.size(), false);
+  queryL2Residency(device_, inputBuffers_, onDevice.data());
   size_t next = 0;
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (isNpu(*inputs_[i])) descs[i].l2Resident = resident[next++];
+    if (isNpu(*inputs_[i])) resident[i] = onDevice[next++];
   }
-  return descs;
 }
 
 // Outputs for pricing: the written arguments, then each returned tensor that
-// is not one of them (an in-place result is counted once).
-c10::SmallVector<perf::TensorDesc, 8> OperatorCall::describeOutputs(const KernelResults& results) const {
-  c10::SmallVector<perf::TensorDesc, 8> descs;
-  for (const c10::TensorImpl* t : writtenOperands_) descs.push_back(describeTensor(*t));
+// is not one of them (an in-place result is counted once; nullptr for a
+// result the kernel did not return).
+c10::SmallVector<const c10::TensorImpl*, 8> OperatorCall::pricedOutputs(const KernelResults& results) const {
+  c10::SmallVector<const c10::TensorImpl*, 8> outputs(writtenOperands_.begin(), writtenOperands_.end());
   for (const auto& result : results) {
+    if (!result.tensor.defined()) {
+      outputs.push_back(nullptr);
+      continue;
+    }
     const c10::TensorImpl* impl = result.tensor.unsafeGetTensorImpl();
     bool written = false;
     for (const c10::TensorImpl* w : writtenOperands_) written = written || w == impl;
-    if (!written) descs.push_back(describeTensor(result.tensor));
+    if (!written) outputs.push_back(impl);
   }
-  return descs;
+  return outputs;
 }
 
 // Written arguments take over what the kernel did to their aliases.
@@ -324,15 +326,15 @@ void OperatorCall::saturateResults(const KernelResults& results) const {
 
 void OperatorCall::complete(KernelResults& results) {
   checkStridedResults(results);
-  const auto outputs = describeOutputs(results);
+  const auto outputs = pricedOutputs(results);
+  c10::SmallVector<bool, 8> resident(inputs_.size(), false);
+  queryInputResidency(resident.data());
   // A data-dependent output size (nonzero, boolean indexing, ...) makes the
-  // host wait for the device before it can go on.
-  const auto inputs = describeInputs();
-  // The kernel's L2 traffic joins the touches of its operands below (one lock).
+  // host wait for the device before it can go on. The kernel's L2 traffic
+  // joins the touches of its operands below (one lock).
   double l2Traffic = 0;
-  const runtime::SimTimeNs deviceNs =
-      chargeOperator(device_, record_.kind, inputs.data(), static_cast<int>(inputs.size()), outputs.data(),
-                     static_cast<int>(outputs.size()), placement_.placement, placement_.sync, nullptr, 0, &l2Traffic);
+  const runtime::SimTimeNs deviceNs = chargeOperatorCall(device_, record_.kind, inputs_, resident.data(), outputs,
+                                                         placement_.placement, placement_.sync, &l2Traffic);
   record_.deviceNs.fetch_add(deviceNs, std::memory_order_relaxed);
   if (placement_.sync) recordSyncPoint(record_.name);
   propagateWrites();

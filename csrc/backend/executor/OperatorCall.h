@@ -115,8 +115,8 @@ class OperatorCall {
   void checkRecoveryState() const;
 
   void checkStridedResults(const KernelResults& results) const;
-  c10::SmallVector<perf::TensorDesc, 8> describeInputs();
-  c10::SmallVector<perf::TensorDesc, 8> describeOutputs(const KernelResults& results) const;
+  void queryInputResidency(bool* resident);
+  c10::SmallVector<const c10::TensorImpl*, 8> pricedOutputs(const KernelResults& results) const;
   void propagateWrites();
   void takeOverStorage(TensorAlias& entry, c10::StorageImpl* aliasStorage, c10::StorageImpl* npuStorage);
   at::Tensor toNpu(at::Tensor cpu);
@@ -142,7 +142,7 @@ class OperatorCall {
   c10::SmallVector<StorageAlias, 4> storages_;
   c10::SmallVector<TensorAlias, 4> tensors_;
   c10::SmallVector<AdoptedStorage, 2> adopted_;
-  // The npu inputs' L2 buffers as describeInputs() asked for their residency:
+  // The npu inputs' L2 buffers as queryInputResidency() asked for their residency:
   // touchOperands() touches the same ones unless a written argument's storage
   // was replaced in between (takeOverStorage), so each is looked up once.
   c10::SmallVector<L2Buffer, 8> inputBuffers_;

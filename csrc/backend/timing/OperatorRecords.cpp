@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "backend/device/HeapThreadLocal.h"
 #include "backend/timing/OperatorPlacement.h"
 
 namespace npusim::backend {
@@ -149,14 +150,15 @@ struct CachedRecord {
   OperatorRecord* record = nullptr;
 };
 constexpr size_t kCachedRecords = 256;  // a power of two
-thread_local std::array<CachedRecord, kCachedRecords> tlsRecentRecords{};
+// 4 KB: on the heap (see backend/device/HeapThreadLocal.h).
+using RecentRecords = HeapThreadLocal<std::array<CachedRecord, kCachedRecords>>;
 
 }  // namespace
 
 OperatorRecord& operatorRecord(const c10::OperatorHandle& op) {
   const void* key = &op.schema();
   // Schemas are heap objects: the low bits of the address carry no information.
-  CachedRecord& cached = tlsRecentRecords[(reinterpret_cast<uintptr_t>(key) >> 5) & (kCachedRecords - 1)];
+  CachedRecord& cached = RecentRecords::get()[(reinterpret_cast<uintptr_t>(key) >> 5) & (kCachedRecords - 1)];
   if (cached.key == key) return *cached.record;
   OperatorRecord& record = lookUpOrDescribe(op, key);
   cached = CachedRecord{key, &record};

@@ -3,6 +3,9 @@
 #include <atomic>
 #include <mutex>
 
+#include <c10/util/SmallVector.h>
+
+#include "backend/device/HeapThreadLocal.h"
 #include "backend/device/NpuStreams.h"
 #include "backend/timing/CoreLimits.h"
 #include "backend/timing/DeviceActivity.h"
@@ -117,17 +120,18 @@ perf::TensorDesc describeTensor(const c10::TensorImpl& tensor) noexcept {
   return desc;
 }
 
-runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
-                    const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
-                    bool dataDependentSync, const int64_t* intArgs, int intArgCount, double* deferredL2Traffic) {
+namespace {
+
+// This thread's price memo (45 KB: on the heap, see backend/device/HeapThreadLocal.h).
+perf::PriceMemo& threadPriceMemo() { return HeapThreadLocal<perf::PriceMemo>::get(); }
+
+// A priced call onto the timeline (see chargeOperator).
+runtime::SimTimeNs chargePriced(int device, perf::OperatorKind kind, const perf::Cost& memoCost,
+                                runtime::Placement placement, bool dataDependentSync, double* deferredL2Traffic) {
   auto& rt = runtime::Runtime::instance();
-  const perf::CostModel& model = costModel();
-  thread_local perf::PriceMemo prices;
-  const perf::Cost cost = applyCoreLimits(device, prices.price(model, kind, inputs, inputCount, outputs, outputCount,
-                                                                perfPlacement(placement), hf32CostOptions(), intArgs,
-                                                                intArgCount));
+  const perf::Cost cost = applyCoreLimits(device, memoCost);
   // A replayed graph launches its kernels from the device: no host dispatch each.
-  const runtime::SimTimeNs dispatch = replayingGraph() ? 0 : model.hostDispatchNs(rt.taskQueueLevel(), kind);
+  const runtime::SimTimeNs dispatch = replayingGraph() ? 0 : costModel().hostDispatchNs(rt.taskQueueLevel(), kind);
   auto& timeline = rt.timeline(device);
   const runtime::StreamId stream = currentStream(device);
   rt.hostClock().advance(dispatch);
@@ -145,6 +149,90 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
   }
   account(cost, dispatch);
   return cost.deviceNs;
+}
+
+// An operand's words in the price memo's key (describeTensor's description of it).
+int operandWords(const c10::TensorImpl* tensor) noexcept {
+  return tensor == nullptr ? 1 : perf::price_key::operandWords(static_cast<int>(tensor->dim()), true);
+}
+
+[[gnu::always_inline]] inline void putOperand(int64_t*& out, uint64_t& hash, const c10::TensorImpl* tensor,
+                                              bool l2Resident) noexcept {
+  if (tensor == nullptr) {
+    const perf::TensorDesc none = perf::TensorDesc::undefined();
+    perf::price_key::putOperand(out, hash, none.rank, none.dtype, none.l2Resident, none.sizes, none.strides);
+    return;
+  }
+  perf::price_key::putOperand(out, hash, static_cast<int>(tensor->dim()),
+                              perfDtype(c10::typeMetaToScalarType(tensor->dtype())), l2Resident,
+                              tensor->sizes().data(), tensor->strides().data());
+}
+
+perf::TensorDesc describeOperand(const c10::TensorImpl* tensor, bool l2Resident) noexcept {
+  if (tensor == nullptr) return perf::TensorDesc::undefined();
+  perf::TensorDesc desc = describeTensor(*tensor);
+  desc.l2Resident = l2Resident;
+  return desc;
+}
+
+// The price of a call that the memo does not know: its operands described.
+perf::Cost priceOperands(const perf::CostModel& model, perf::OperatorKind kind,
+                         c10::ArrayRef<const c10::TensorImpl*> inputs, const bool* inputsResident,
+                         c10::ArrayRef<const c10::TensorImpl*> outputs, perf::Placement placement,
+                         const perf::CostOptions& options) {
+  c10::SmallVector<perf::TensorDesc, 8> in;
+  c10::SmallVector<perf::TensorDesc, 8> out;
+  for (size_t i = 0; i < inputs.size(); ++i) in.push_back(describeOperand(inputs[i], inputsResident[i]));
+  for (const c10::TensorImpl* t : outputs) out.push_back(describeOperand(t, false));
+  return model.price(kind, in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), placement,
+                     options, nullptr, 0);
+}
+
+}  // namespace
+
+runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const perf::TensorDesc* inputs, int inputCount,
+                    const perf::TensorDesc* outputs, int outputCount, runtime::Placement placement,
+                    bool dataDependentSync, const int64_t* intArgs, int intArgCount, double* deferredL2Traffic) {
+  const perf::Cost cost = threadPriceMemo().price(costModel(), kind, inputs, inputCount, outputs, outputCount,
+                                                  perfPlacement(placement), hf32CostOptions(), intArgs, intArgCount);
+  return chargePriced(device, kind, cost, placement, dataDependentSync, deferredL2Traffic);
+}
+
+runtime::SimTimeNs chargeOperatorCall(int device, perf::OperatorKind kind,
+                                      c10::ArrayRef<const c10::TensorImpl*> inputs, const bool* inputsResident,
+                                      c10::ArrayRef<const c10::TensorImpl*> outputs, runtime::Placement placement,
+                                      bool dataDependentSync, double* deferredL2Traffic) {
+  const perf::CostModel& model = costModel();
+  perf::PriceMemo& memo = threadPriceMemo();
+  const perf::Placement place = perfPlacement(placement);
+  const perf::CostOptions options = hf32CostOptions();
+  const int inputCount = static_cast<int>(inputs.size());
+  const int outputCount = static_cast<int>(outputs.size());
+  int length = 1;
+  for (const c10::TensorImpl* t : inputs) length += operandWords(t);
+  for (const c10::TensorImpl* t : outputs) length += operandWords(t);
+  perf::Cost cost;
+  if (length > perf::PriceMemo::kKeyWords) {
+    memo.countUnkeyed();
+  } else {
+    // The key straight from the operands (the same words price() writes for their descriptions).
+    perf::PriceMemo::Key key;
+    int64_t* out = key.words;
+    uint64_t hash = 0;
+    perf::price_key::putHeader(out, hash, kind, place, options, inputCount, outputCount, 0);
+    for (int i = 0; i < inputCount; ++i) putOperand(out, hash, inputs[i], inputsResident[i]);
+    for (const c10::TensorImpl* t : outputs) putOperand(out, hash, t, false);
+    key.length = length;
+    key.hash = hash;
+    if (const perf::Cost* remembered = memo.find(model, key)) {
+      return chargePriced(device, kind, *remembered, placement, dataDependentSync, deferredL2Traffic);
+    }
+    cost = priceOperands(model, kind, inputs, inputsResident, outputs, place, options);
+    memo.remember(model, key, cost);
+    return chargePriced(device, kind, cost, placement, dataDependentSync, deferredL2Traffic);
+  }
+  cost = priceOperands(model, kind, inputs, inputsResident, outputs, place, options);
+  return chargePriced(device, kind, cost, placement, dataDependentSync, deferredL2Traffic);
 }
 
 const perf::ChipRates& chipRates() { return costModel().rates(); }

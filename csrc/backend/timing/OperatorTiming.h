@@ -40,6 +40,17 @@ runtime::SimTimeNs chargeOperator(int device, perf::OperatorKind kind, const per
                     bool dataDependentSync, const int64_t* intArgs = nullptr, int intArgCount = 0,
                     double* deferredL2Traffic = nullptr);
 
+// chargeOperator for the executor, which holds the operands as TensorImpls:
+// the price memo's key is written straight from them (one pass, no
+// TensorDesc), and descriptions are made only when the memo misses. `inputs`
+// and `outputs` as describeTensor would describe them (nullptr: an undefined
+// tensor); inputsResident[i]: whether inputs[i] is in the L2. The same price
+// and the same timeline as chargeOperator with their descriptions.
+runtime::SimTimeNs chargeOperatorCall(int device, perf::OperatorKind kind,
+                                      c10::ArrayRef<const c10::TensorImpl*> inputs, const bool* inputsResident,
+                                      c10::ArrayRef<const c10::TensorImpl*> outputs, runtime::Placement placement,
+                                      bool dataDependentSync, double* deferredL2Traffic);
+
 // The rates of the chosen chip, for callers that price their own kernels.
 const perf::ChipRates& chipRates();
 

@@ -82,3 +82,45 @@ TEST(PriceMemo, PricesLargeCallsDirectly) {
   }
   EXPECT_EQ(memo.hits(), 0u);
 }
+
+// The backend writes a call's key itself (from its TensorImpls, without
+// descriptions): written the same way, it finds what price() remembered, and
+// price() finds what was remembered under it.
+TEST(PriceMemo, KeysWrittenByTheCallerMatchPrice) {
+  const CostModel model(runtime::findChip("Ascend910B2"));
+  PriceMemo memo;
+  const Operands in{tensor({16, 32}), transposed(tensor({32, 16}))};
+  const Operands out{tensor({16, 32})};
+  auto keyOf = [&](const Operands& inputs, bool resident) {
+    PriceMemo::Key key;
+    int64_t* cursor = key.words;
+    uint64_t hash = 0;
+    price_key::putHeader(cursor, hash, OperatorKind::kElementwise, Placement::kAiCore, {}, int(inputs.size()),
+                         int(out.size()), 0);
+    for (int i = 0; i < inputs.size(); ++i) {
+      const TensorDesc& d = inputs.data()[i];
+      price_key::putOperand(cursor, hash, d.rank, d.dtype, resident, d.sizes, d.strides);
+    }
+    const TensorDesc& o = out.data()[0];
+    price_key::putOperand(cursor, hash, o.rank, o.dtype, false, o.sizes, o.strides);
+    key.length = int(cursor - key.words);
+    key.hash = hash;
+    return key;
+  };
+  const Cost priced = memo.price(model, OperatorKind::kElementwise, in.data(), in.size(), out.data(), out.size(),
+                                 Placement::kAiCore, {});
+  const PriceMemo::Key cold = keyOf(in, false);
+  ASSERT_NE(memo.find(model, cold), nullptr);
+  expectSame(*memo.find(model, cold), priced);
+  // Another L2 flag is another key: not found until remembered, then price() finds it.
+  const PriceMemo::Key warm = keyOf(in, true);
+  EXPECT_EQ(memo.find(model, warm), nullptr);
+  TensorDesc residentIn[2] = {in.data()[0], in.data()[1]};
+  residentIn[0].l2Resident = residentIn[1].l2Resident = true;
+  const Cost warmCost = model.price(OperatorKind::kElementwise, residentIn, 2, out.data(), out.size(), Placement::kAiCore, {});
+  memo.remember(model, warm, warmCost);
+  const uint64_t hits = memo.hits();
+  expectSame(memo.price(model, OperatorKind::kElementwise, residentIn, 2, out.data(), out.size(), Placement::kAiCore, {}),
+             warmCost);
+  EXPECT_EQ(memo.hits(), hits + 1);
+}

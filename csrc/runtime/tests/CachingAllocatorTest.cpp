@@ -201,6 +201,44 @@ TEST(CachingAllocatorTest, FreedNeighboursMergeBackIntoOneBlock) {
   f.allocator.free(whole);
 }
 
+// A split remainder and a merged block keep their pool node only where they
+// still sort there; otherwise they move, and best fit still finds them.
+TEST(CachingAllocatorTest, SplitRemaindersAndMergedBlocksStayInBestFitOrder) {
+  Fixture f;
+  // Requests of 512 * n - 32 bytes take blocks of 512 * n.
+  auto blocks = [](size_t n) { return n * 512 - 32; };
+  void* c = f.allocator.allocate(blocks(2), 0);      // 1024
+  void* guard1 = f.allocator.allocate(blocks(1), 0);
+  void* b = f.allocator.allocate(blocks(4), 0);      // 2048
+  void* guard2 = f.allocator.allocate(blocks(1), 0);
+  f.allocator.free(c);
+  f.allocator.free(b);  // cached: c (1024), b (2048) and the segment's tail
+  // 1536 takes b; its 512-byte remainder now sorts before c: it must move.
+  void* split = f.allocator.allocate(blocks(3), 0);
+  EXPECT_EQ(split, b);
+  void* remainder = f.allocator.allocate(blocks(1), 0);  // best fit: the remainder, not c
+  EXPECT_EQ(remainder, at(b, 1536));
+  void* reusedC = f.allocator.allocate(blocks(2), 0);
+  EXPECT_EQ(reusedC, c);
+  // A free that merges into a cached neighbour whose node sorts before a
+  // larger cached block: the merged block outgrows that block and moves.
+  void* d = f.allocator.allocate(blocks(2), 0);  // from the tail: 1024
+  void* guard3 = f.allocator.allocate(blocks(1), 0);
+  EXPECT_EQ(d, at(guard2, 512));
+  f.allocator.free(d);
+  f.allocator.free(remainder);  // cached: 512 (after `split`), 1024 (d), the tail
+  f.allocator.free(split);      // merges with the 512 after it: 2048, past d's 1024
+  void* merged = f.allocator.allocate(blocks(4), 0);  // best fit: the merged block
+  EXPECT_EQ(merged, b);
+  void* reusedD = f.allocator.allocate(blocks(2), 0);
+  EXPECT_EQ(reusedD, d);
+  for (void* p : {reusedC, guard1, merged, guard2, reusedD, guard3}) f.allocator.free(p);
+  std::vector<SegmentInfo> segments = f.allocator.snapshot();
+  ASSERT_EQ(segments.size(), 1u);
+  ASSERT_EQ(segments[0].blocks.size(), 1u);  // everything merged back
+  EXPECT_EQ(f.allocator.stats().inactive_split[kAggregate].current, 0);
+}
+
 TEST(CachingAllocatorTest, BlocksAreReusedOnlyOnTheirOwnStream) {
   Fixture f;
   void* a = f.allocator.allocate(5000, 0);
