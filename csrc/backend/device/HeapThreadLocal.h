@@ -28,13 +28,18 @@ class HeapThreadLocal {
   static T* peek() noexcept { return current_; }
 
  private:
-  // Deletes the object when its thread ends (after clearing the pointer, so
-  // that a later destructor on the same thread does not reach a dead one).
+  // Deletes the object when its thread ends. Both pointers are cleared first:
+  // a destructor that runs later on the same thread (another thread-local's,
+  // or the object's own) and asks for the table gets a fresh one from
+  // create(), never the dead one (that late object is not freed: the thread
+  // is ending).
   struct Owner {
     T* object = nullptr;
     ~Owner() {
+      T* dying = object;
+      object = nullptr;
       current_ = nullptr;
-      delete object;
+      delete dying;
     }
   };
 
